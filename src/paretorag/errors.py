@@ -1,0 +1,85 @@
+"""All exceptions raised by paretorag, in one tree.
+
+::
+
+    ParetoragError
+    ├── ConfigError            a setting or argument is invalid (names it and the fix)
+    ├── InputError             a file, directory or question cannot be used
+    │   └── QuestionError      an empty or oversized question
+    ├── IndexFormatError       an index directory is missing, damaged or too new
+    ├── MissingStructureError  a method needs a structure the index has not built
+    ├── MissingDependencyError an optional extra is not installed
+    └── ProviderError          an embedder or LLM backend failed
+        ├── LLMError
+        │   ├── LLMTimeoutError
+        │   └── LLMResponseError   the server answered garbage
+        └── EmbedderError
+
+Empty retrieval is never an error: it is an empty result.
+"""
+
+from __future__ import annotations
+
+
+class ParetoragError(Exception):
+    """Base class of every paretorag error."""
+
+
+class ConfigError(ParetoragError, ValueError):
+    """A setting or argument has an invalid value."""
+
+
+class InputError(ParetoragError, ValueError):
+    """An input file, directory or text cannot be used."""
+
+
+class QuestionError(InputError):
+    """A question is empty or too long."""
+
+
+class IndexFormatError(ParetoragError):
+    """An index directory is missing, damaged or written by a newer version."""
+
+
+class MissingStructureError(ParetoragError):
+    """A method requires a structure that the index has not built."""
+
+
+class MissingDependencyError(ParetoragError, ImportError):
+    """An optional dependency (an extra) is not installed."""
+
+
+class ProviderError(ParetoragError):
+    """An embedder or LLM backend failed."""
+
+
+class LLMError(ProviderError):
+    """An LLM backend failed (server down, refused, exhausted retries)."""
+
+
+class LLMTimeoutError(LLMError):
+    """An LLM call timed out after every retry."""
+
+
+class LLMResponseError(LLMError):
+    """An LLM server answered with something that is not a valid completion."""
+
+
+class EmbedderError(ProviderError):
+    """An embedding backend failed."""
+
+
+__all__ = [
+    "ConfigError",
+    "EmbedderError",
+    "IndexFormatError",
+    "InputError",
+    "LLMError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "MissingDependencyError",
+    "MissingStructureError",
+    "ParetoragError",
+    "ProviderError",
+    "QuestionError",
+]

@@ -1,0 +1,82 @@
+"""Structure builders (unified framework §3 stages 1-2: graph building, index construction).
+
+A builder turns the index's chunks into one named structure, stored as
+``structures/<name>/arrays.npz`` (numeric or fixed-width string arrays, loaded
+with ``allow_pickle=False``) plus ``meta.json``. Builders are registered by name;
+methods list the structures they ``require`` and ``index`` builds only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..operators.base import Params
+
+if TYPE_CHECKING:
+    from ..progress import Progress
+    from ..providers.base import LLM, Embedder, Tokenizer
+    from ..store import ChunkTable
+
+
+@dataclass
+class StructureData:
+    """A built structure: named arrays plus JSON metadata (id maps, settings, stats)."""
+
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class BuildContext(Protocol):
+    """What a builder may use. Provided by :class:`paretorag.index.Indexer`."""
+
+    chunks: ChunkTable
+    embedder: Embedder  # cached by text hash
+    tokenizer: Tokenizer
+    progress: Progress
+    workers: int
+
+    def llm(self, stage: str) -> LLM:
+        """The configured LLM, cached and counted under ``stage`` (e.g. ``"index.tree"``)."""
+        ...
+
+    def structure(self, name: str) -> StructureData:
+        """A structure built earlier in this run (listed in the builder's ``requires``)."""
+        ...
+
+
+class Builder(Params):
+    """Base class of structure builders. Subclasses set ``name`` and implement ``build``."""
+
+    name: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    uses_llm: ClassVar[bool] = False
+
+    def build(self, ctx: BuildContext) -> StructureData:
+        raise NotImplementedError
+
+
+BUILDERS: dict[str, type[Builder]] = {}
+
+
+def register_builder(cls: type[Builder]) -> type[Builder]:
+    """Class decorator adding a builder to the registry under ``cls.name``."""
+    if not cls.name:
+        raise ConfigError(f"builder {cls.__name__} has no name")
+    BUILDERS[cls.name] = cls
+    return cls
+
+
+def get_builder(name: str, **params: Any) -> Builder:
+    try:
+        cls = BUILDERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown structure {name!r}; known: {sorted(BUILDERS)}") from None
+    return cls(**params)
+
+
+BuilderFactory = Callable[..., Builder]

@@ -1,0 +1,305 @@
+"""Building and loading an index directory, stage by stage.
+
+Stages of a commit (unified framework §3: graph building and index construction):
+
+1. ``ingest``: new documents are chunked and stored, one SQLite transaction each;
+2. ``embed``: chunk vectors, batch by batch into the embedding cache (by text hash);
+3. ``vectors``: the ``.npy`` + faiss files for the live chunk set;
+4. structures required by the configured methods (independent builders in parallel);
+5. the manifest is replaced atomically: the commit point.
+
+A run killed anywhere leaves the previous manifest, which names only complete files,
+so the index loads as it was; a re-run skips stored documents, cached vectors and
+finished structures, and ends identical to an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .chunking import chunk_document
+from .errors import ConfigError, MissingStructureError
+from .graphs.base import BUILDERS, Builder, StructureData
+from .manifest import Manifest
+from .methods.base import get_method
+from .progress import NullProgress, Progress
+from .providers.base import LLM, Embedder, Tokenizer
+from .providers.wrappers import CachedLLM, CountingLLM
+from .store import ChunkTable, Store, text_hash
+from .structures import has_structure, load_structure, save_structure, structure_dirname
+from .types import ContextItem, Document, FloatArray, Scored, Usage
+from .vectors import VectorIndex
+
+EMBED_BATCH = 64
+
+
+class CachedEmbedder:
+    """An embedder whose vectors are cached in the index by text hash (batched commits)."""
+
+    def __init__(self, embedder: Embedder, store: Store, progress: Progress | None = None) -> None:
+        self.inner = embedder
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self._store = store
+        self._progress = progress or NullProgress()
+
+    def embed(self, texts: list[str], *, description: str = "") -> np.ndarray:
+        hashes = [text_hash(t) for t in texts]
+        found = self._store.get_vectors(self.name, sorted(set(hashes)))
+        todo: dict[str, str] = {}
+        for h, t in zip(hashes, texts, strict=True):
+            if h not in found:
+                todo.setdefault(h, t)
+        if todo:
+            items = list(todo.items())
+            with self._progress.task(description or "embedding", total=len(items)) as task:
+                for i in range(0, len(items), EMBED_BATCH):
+                    batch = items[i : i + EMBED_BATCH]
+                    vecs = self.inner.embed([t for _, t in batch])
+                    pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
+                    self._store.put_vectors(self.name, pairs)
+                    found.update(pairs)
+                    task.advance(len(batch))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out
+
+
+def required_structures(methods: Sequence[str]) -> list[str]:
+    """Structures needed by the methods, dependencies first (``vectors`` excluded: always built)."""
+    order: list[str] = []
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        if name == "vectors" or name in order:
+            return
+        if name in trail:
+            raise ConfigError(f"structure dependency cycle: {' -> '.join((*trail, name))}")
+        if name not in BUILDERS:
+            raise ConfigError(f"no builder registered for structure {name!r}")
+        for dep in BUILDERS[name].requires:
+            visit(dep, (*trail, name))
+        order.append(name)
+
+    for m in methods:
+        for s in get_method(m).requires:
+            visit(s, ())
+    return order
+
+
+class _BuildContext:
+    def __init__(self, index: IndexWriter, chunks: ChunkTable, built: dict[str, StructureData]) -> None:
+        self.chunks = chunks
+        self.embedder = index.embedder
+        self.tokenizer = index.tokenizer
+        self.progress = index.progress
+        self.workers = index.manifest.config.workers
+        self._index = index
+        self._built = built
+
+    def llm(self, stage: str) -> LLM:
+        return self._index.llm_for(stage)
+
+    def structure(self, name: str) -> StructureData:
+        try:
+            return self._built[name]
+        except KeyError:
+            raise MissingStructureError(f"structure {name!r} must be built before it is used") from None
+
+
+class IndexWriter:
+    """The write side of an index directory (used by :class:`paretorag.RAG`)."""
+
+    def __init__(
+        self,
+        root: Path,
+        store: Store,
+        manifest: Manifest,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        llm_factory: Callable[[], LLM],
+        usage: Usage,
+        progress: Progress | None = None,
+    ) -> None:
+        self.root = root
+        self.store = store
+        self.manifest = manifest
+        self.embedder = CachedEmbedder(embedder, store, progress)
+        self.tokenizer = tokenizer
+        self._llm_factory = llm_factory
+        self._llm: LLM | None = None
+        self.usage = usage
+        self.progress = progress or NullProgress()
+        self.timings: dict[str, float] = {}
+
+    def llm_for(self, stage: str) -> LLM:
+        if self._llm is None:
+            self._llm = CachedLLM(self._llm_factory(), self.store)
+        return CountingLLM(self._llm, self.usage, stage, self.tokenizer)
+
+    # -- stage 1 --------------------------------------------------------------
+    def ingest(self, docs: Sequence[Document]) -> tuple[int, int]:
+        """Chunk and store new documents; returns (added, unchanged)."""
+        cfg = self.manifest.config
+        added = unchanged = 0
+        t0 = time.perf_counter()
+        with self.progress.task("chunking", total=len(docs)) as task:
+            for doc in docs:
+                if self.store.has_document(doc.doc_id):
+                    unchanged += 1
+                else:
+                    chunks = chunk_document(doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap)
+                    self.store.add_document(doc, chunks)
+                    added += 1
+                task.advance()
+        self.timings["ingest"] = time.perf_counter() - t0
+        return added, unchanged
+
+    # -- stages 2-5 -----------------------------------------------------------
+    def commit(self) -> None:
+        """Bring vectors and structures up to date with the live documents, then commit."""
+        m = self.manifest
+        chunks = self.store.chunk_table()
+        fp = chunks.fingerprint()
+        t0 = time.perf_counter()
+        vectors = self.embedder.embed(list(chunks.texts), description="embedding chunks")
+        self.timings["embed"] = time.perf_counter() - t0
+        stem = f"chunks-{fp[:16]}"
+        vdir = self.root / "vectors"
+        if not (vdir / f"{stem}.npy").exists() or m.vectors != stem:
+            t1 = time.perf_counter()
+            VectorIndex(vectors).save(vdir, stem)
+            (vdir / f"{stem}.ids.txt").write_text("\n".join(chunks.ids), encoding="utf-8")
+            self.timings["vectors"] = time.perf_counter() - t1
+        structures = self._build_structures(chunks, fp)
+        m.vectors = stem
+        m.structures = structures
+        m.counts = {**self.store.counts(), "vector_dim": int(self.embedder.dim)}
+        m.models = {"embedder": self.embedder.name, "tokenizer": self.tokenizer.name, "llm": m.config.llm}
+        m.usage = self.usage.to_json()
+        m.timings = {k: round(v, 4) for k, v in self.timings.items()}
+        m.save(self.root)
+        self.store.purge_deleted()
+        self._collect_garbage(stem, structures)
+
+    def _build_structures(self, chunks: ChunkTable, fp: str) -> dict[str, dict[str, Any]]:
+        names = required_structures(self.manifest.config.methods)
+        sdir = self.root / "structures"
+        done: dict[str, dict[str, Any]] = {}
+        built: dict[str, StructureData] = {}
+        pending = list(names)
+        for name in names:  # finished by an earlier (interrupted) run: reuse
+            dirname = structure_dirname(name, fp)
+            if has_structure(sdir, dirname):
+                prev = self.manifest.structures.get(name, {})
+                done[name] = prev if prev.get("dir") == dirname else {"dir": dirname, "reused": True}
+                built[name] = load_structure(sdir, dirname)
+                pending.remove(name)
+        while pending:
+            ready = [n for n in pending if all(d in built for d in BUILDERS[n].requires)]
+            with ThreadPoolExecutor(max_workers=max(1, len(ready))) as pool:
+                results = list(pool.map(lambda n: self._build_one(n, chunks, built), ready))
+            for name, data, seconds in results:
+                dirname = structure_dirname(name, fp)
+                save_structure(sdir, dirname, data)
+                built[name] = data
+                done[name] = {"dir": dirname, "seconds": round(seconds, 4), **data.meta.get("stats", {})}
+                self.timings[f"build.{name}"] = seconds
+                pending.remove(name)
+        return done
+
+    def _build_one(self, name: str, chunks: ChunkTable, built: dict[str, StructureData]) -> tuple[str, StructureData, float]:
+        builder: Builder = BUILDERS[name]()
+        t0 = time.perf_counter()
+        data = builder.build(_BuildContext(self, chunks, built))
+        return name, data, time.perf_counter() - t0
+
+    def _collect_garbage(self, stem: str, structures: dict[str, dict[str, Any]]) -> None:
+        vdir = self.root / "vectors"
+        for f in vdir.glob("*"):
+            if not f.name.startswith(stem):
+                f.unlink(missing_ok=True)
+        sdir = self.root / "structures"
+        keep = {s["dir"] for s in structures.values()}
+        if sdir.exists():
+            for d in sdir.iterdir():
+                if d.name not in keep:
+                    shutil.rmtree(d, ignore_errors=True)
+
+
+class LoadedIndex:
+    """The committed index as methods see it (implements :class:`paretorag.methods.IndexView`)."""
+
+    def __init__(
+        self,
+        root: Path,
+        store: Store,
+        manifest: Manifest,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        llm_for: Callable[[str], LLM],
+    ) -> None:
+        self.root = root
+        self.manifest = manifest
+        vdir = root / "vectors"
+        ids = (vdir / f"{manifest.vectors}.ids.txt").read_text(encoding="utf-8").split("\n") if manifest.vectors else []
+        ids = [i for i in ids if i]
+        self.chunks = store.chunk_table(ids) if ids else ChunkTable.from_chunks([])
+        self.vectors = VectorIndex.load(vdir, manifest.vectors) if ids else None
+        self._embedder = embedder
+        self._cached_embedder = CachedEmbedder(embedder, store)
+        self._tokenizer = tokenizer
+        self._llm_for = llm_for
+        self._memo: dict[str, Any] = {}
+        self._structures: dict[str, StructureData] = {}
+
+    def embed_query(self, text: str) -> FloatArray:
+        key = f"query-vector:{text}"
+        if key not in self._memo:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            self._memo[key] = self._embedder.embed([text])[0]
+        vec: FloatArray = self._memo[key]
+        return vec
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._cached_embedder.embed(texts)
+
+    def dense_search(self, query_vector: FloatArray, k: int) -> Scored:
+        if self.vectors is None:
+            return Scored.empty()
+        return self.vectors.search(query_vector, k)
+
+    def structure(self, name: str) -> StructureData:
+        if name not in self._structures:
+            info = self.manifest.structures.get(name)
+            if info is None:
+                raise MissingStructureError(
+                    f"this index has no {name!r} structure; build it with "
+                    f"`paretorag index PATH --index {self.root} --methods <a method that needs it>` "
+                    "or RAG.open(..., methods=[...]).build()"
+                )
+            self._structures[name] = load_structure(self.root / "structures", info["dir"])
+        return self._structures[name]
+
+    def cached(self, key: str, factory: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = factory()
+        return self._memo[key]
+
+    def llm(self, stage: str) -> LLM:
+        return self._llm_for(stage)
+
+    def count_tokens(self, text: str) -> int:
+        return self._tokenizer.count([text])[0]
+
+    def chunk_item(self, row: int, score: float) -> ContextItem:
+        c = self.chunks
+        return ContextItem(c.ids[row], c.doc_ids[row], c.titles[row], c.texts[row], float(score), int(c.n_tokens[row]), row)

@@ -1,0 +1,27 @@
+"""Registered methods. Importing a method module registers it."""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import METHODS, IndexView, Method, QueryOptions, Retrieval, available_methods, get_method, register
+
+# Modules that register methods (and the builders they need). Add new ones here.
+_MODULES = ("paretorag.methods.dense",)
+
+
+def _load_all() -> None:
+    for mod in _MODULES:
+        importlib.import_module(mod)
+
+
+__all__ = [
+    "METHODS",
+    "IndexView",
+    "Method",
+    "QueryOptions",
+    "Retrieval",
+    "available_methods",
+    "get_method",
+    "register",
+]

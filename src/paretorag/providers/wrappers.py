@@ -1,0 +1,99 @@
+"""Wrappers around any LLM: response cache, usage counting per stage, bounded concurrency."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Protocol
+
+from ..types import Usage
+from .base import LLM, Completion, Request, Tokenizer
+
+
+class ResponseStore(Protocol):
+    def get_llm(self, key: str) -> str | None: ...
+
+    def put_llm(self, key: str, model: str, response: str) -> None: ...
+
+
+def request_key(model: str, request: Request) -> str:
+    """Cache key: hash of the model name and everything that shapes the response."""
+    payload = json.dumps({"model": model, **asdict(request)}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CachedLLM:
+    """Serve repeated prompts from a store (the index's ``llm_cache`` table)."""
+
+    def __init__(self, llm: LLM, store: ResponseStore) -> None:
+        self.inner = llm
+        self.name = llm.name
+        self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self._store = store
+
+    def complete(self, request: Request) -> Completion:
+        key = request_key(self.name, request)
+        hit = self._store.get_llm(key)
+        if hit is not None:
+            data = json.loads(hit)
+            return Completion(data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), cached=True)
+        out = self.inner.complete(request)
+        self._store.put_llm(
+            key,
+            self.name,
+            json.dumps({"text": out.text, "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens}),
+        )
+        return out
+
+
+class CountingLLM:
+    """Count calls, prompt and completion tokens and seconds under one stage of a :class:`Usage`.
+
+    ``calls`` counts every logical call (the method's cost, whatever the cache did);
+    ``cached`` how many of them the cache served. Tokens the backend did not report
+    are counted with ``tokenizer`` over the prompt messages and the response.
+    """
+
+    def __init__(self, llm: LLM, usage: Usage, stage: str, tokenizer: Tokenizer) -> None:
+        self.inner = llm
+        self.name = llm.name
+        self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self.usage = usage
+        self.stage = stage
+        self._tok = tokenizer
+        self._lock = threading.Lock()
+
+    def complete(self, request: Request) -> Completion:
+        t0 = time.perf_counter()
+        out = self.inner.complete(request)
+        dt = time.perf_counter() - t0
+        pt = out.prompt_tokens
+        ct = out.completion_tokens
+        if pt is None or ct is None:
+            counts = self._tok.count(["\n".join(m.content for m in request.messages), out.text])
+            pt = counts[0] if pt is None else pt
+            ct = counts[1] if ct is None else ct
+        with self._lock:
+            s = self.usage.stage(self.stage)
+            s.calls += 1
+            s.prompt_tokens += pt
+            s.completion_tokens += ct
+            s.seconds += dt
+            s.cached += int(out.cached)
+        return Completion(out.text, pt, ct, out.cached)
+
+
+def complete_many(llm: LLM, requests: Sequence[Request], max_concurrency: int | None = None) -> list[Completion]:
+    """Run requests concurrently (at most ``max_concurrency`` in flight), results in order."""
+    if not requests:
+        return []
+    limit = max_concurrency or int(getattr(llm, "max_concurrency", 1))
+    if limit <= 1 or len(requests) == 1:
+        return [llm.complete(r) for r in requests]
+    with ThreadPoolExecutor(max_workers=min(limit, len(requests))) as pool:
+        return list(pool.map(llm.complete, requests))

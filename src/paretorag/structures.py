@@ -1,0 +1,57 @@
+"""Built structures on disk: ``structures/<name>-<fingerprint>/{arrays.npz, meta.json}``.
+
+A structure directory is written under a temporary name and renamed when complete,
+so it either exists whole or not at all; the manifest names the ones in use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .errors import IndexFormatError
+from .graphs.base import StructureData
+
+
+def structure_dirname(name: str, fingerprint: str) -> str:
+    return f"{name}-{fingerprint[:16]}"
+
+
+def save_structure(root: Path, dirname: str, data: StructureData) -> Path:
+    """Write a structure atomically (temporary directory, then rename)."""
+    for key, arr in data.arrays.items():
+        if np.asarray(arr).dtype == object:
+            raise IndexFormatError(f"structure array {key!r} has dtype object; store strings in meta or as fixed-width")
+    final = root / dirname
+    tmp = root / f".{dirname}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    with open(tmp / "arrays.npz", "wb") as fh:
+        np.savez(fh, **{k: np.asarray(v) for k, v in data.arrays.items()})
+        fh.flush()
+        os.fsync(fh.fileno())
+    (tmp / "meta.json").write_text(json.dumps(data.meta, ensure_ascii=False), encoding="utf-8")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def load_structure(root: Path, dirname: str) -> StructureData:
+    path = root / dirname
+    try:
+        with np.load(path / "arrays.npz", allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read structure {path} ({exc}); run `paretorag index` to rebuild it") from exc
+    return StructureData(arrays, meta)
+
+
+def has_structure(root: Path, dirname: str) -> bool:
+    return (root / dirname / "meta.json").exists()

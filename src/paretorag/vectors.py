@@ -1,0 +1,72 @@
+"""Chunk vectors on disk (``.npy``) with an exact inner-product faiss index.
+
+Vectors are L2-normalized, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .errors import IndexFormatError, MissingDependencyError
+from .types import FloatArray, Scored
+
+
+def _faiss():  # type: ignore[no-untyped-def]
+    try:
+        import faiss
+    except ImportError as exc:
+        raise MissingDependencyError("vector search needs faiss: pip install faiss-cpu") from exc
+    return faiss
+
+
+class VectorIndex:
+    """Exact top-k inner-product search over a float32 matrix (faiss ``IndexFlatIP``)."""
+
+    def __init__(self, matrix: np.ndarray, faiss_index: object | None = None) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        if faiss_index is None:
+            faiss = _faiss()
+            faiss_index = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 else 1)
+            if len(self.matrix):
+                faiss_index.add(self.matrix)  # type: ignore[attr-defined]
+        self._index = faiss_index
+
+    def __len__(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def search(self, query: FloatArray, k: int) -> Scored:
+        """The ``k`` most similar rows, best first (fewer if the index is smaller)."""
+        k = min(k, len(self))
+        if k <= 0:
+            return Scored.empty()
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        scores, rows = self._index.search(q, k)  # type: ignore[attr-defined]
+        keep = rows[0] >= 0
+        return Scored(rows[0][keep], scores[0][keep])
+
+    def save(self, directory: Path, stem: str) -> None:
+        """Write ``stem.npy`` and ``stem.faiss`` (each via a temporary file and rename)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{stem}.npy.tmp"
+        with open(tmp, "wb") as fh:
+            np.save(fh, self.matrix, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, directory / f"{stem}.npy")
+        tmpf = directory / f".{stem}.faiss.tmp"
+        _faiss().write_index(self._index, str(tmpf))
+        os.replace(tmpf, directory / f"{stem}.faiss")
+
+    @classmethod
+    def load(cls, directory: Path, stem: str) -> VectorIndex:
+        npy = directory / f"{stem}.npy"
+        try:
+            matrix = np.load(npy, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"cannot read vectors {npy} ({exc}); run `paretorag index` again to rebuild") from exc
+        fpath = directory / f"{stem}.faiss"
+        faiss_index = _faiss().read_index(str(fpath)) if fpath.exists() else None
+        return cls(matrix, faiss_index)
