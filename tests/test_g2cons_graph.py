@@ -17,7 +17,6 @@ from paretorag.graphs.concepts import (
     extract_concepts,
     load_graph,
     load_sentences,
-    normalize_rows,
 )
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder

@@ -1,0 +1,406 @@
+"""The G2ConS concept graph: LLM-free, built from TF-IDF keywords (papers/g2cons.txt §3.2).
+
+Build steps (each a function, so methods can rebuild Table 4's ablation variants from
+the stored ingredients without re-indexing):
+
+1. :func:`extract_concepts`: "Concept Extraction" - the top-n TF-IDF keywords of every
+   chunk (Ramos 2003; stopwords and numbers filtered); a concept is a word with the
+   chunks containing it (§1), giving the concept->chunk incidence.
+2. :func:`sentence_incidence` and :func:`mean_vectors`: "Vectorization" - Eq. 1, a
+   concept's vector is the mean embedding of the sentences containing it.
+3. :func:`concept_edges`: "Connect Concepts by Relevance" - an edge iff cosine >=
+   theta_sem and chunk-level co-occurrence >= theta_co, weighted by the Dice coefficient
+   2 Co / (|T_wi| + |T_wj|); co-occurrence by sparse products, similarities only for
+   co-occurring pairs.
+4. PageRank over the graph, chunks ranked by their concepts, the top kappa kept as core
+   chunks ("Core Chunk Selection", :mod:`paretorag.operators.concepts`).
+
+Stored arrays (``structures/concept_graph/arrays.npz``): ``concepts`` (unicode),
+``concept_vectors`` (Eq. 1 means, float32), ``concept_chunks_{indptr,indices}`` (concept x
+chunk CSR), ``sent_{indptr,indices}`` and ``sent_chunk`` (sentence x concept CSR and the
+chunk of each sentence), ``adj_{indptr,indices,data}`` (concept x concept, Dice weights),
+``pagerank``, ``chunk_score`` and ``core_rows`` (core chunks best first; ``meta["core"]``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ConfigError
+from ..operators.base import check_fraction, check_positive_int
+from ..operators.concepts import ConceptGraphArrays, chunk_scores, pagerank, select_core
+from ..textutil import split_sentences
+from ..types import FloatArray, IntArray
+from .base import BuildContext, Builder, StructureData, register_builder
+
+if TYPE_CHECKING:
+    from ..store import ChunkTable
+
+# Words of two or more characters starting with a letter: numbers ("1990", "875") are
+# never concepts; tokens longer than 40 characters (URLs, garbage) are dropped.
+TOKEN_PATTERN = r"(?u)\b[^\W\d_]\w{1,39}\b"
+Incidence = Literal["contains", "source"]
+
+
+def chunk_documents(chunks: ChunkTable, include_title: bool = True) -> list[list[str]]:
+    """The sentences of every chunk; the title (entity name of a corpus passage) is
+    a sentence of its own when ``include_title`` and the text does not start with it."""
+    out: list[list[str]] = []
+    for title, text in zip(chunks.titles, chunks.texts, strict=True):
+        sents = split_sentences(text)
+        if include_title and title.strip() and not text.lstrip().startswith(title.strip()):
+            sents.insert(0, title.strip())
+        out.append(sents)
+    return out
+
+
+def _binary(m: sp.spmatrix | sp.sparray) -> sp.csr_matrix:
+    out = sp.csr_matrix(m, dtype=np.float32)
+    out.eliminate_zeros()
+    out.data[:] = 1.0
+    return out
+
+
+def extract_concepts(
+    texts: list[str],
+    *,
+    top_n: int = 10,
+    max_df: float | int = 0.5,
+    min_df: float | int = 1,
+    incidence: Incidence = "contains",
+) -> tuple[list[str], sp.csr_matrix]:
+    """TF-IDF keyword extraction (§3.2, Ramos 2003): concepts and the chunk x concept incidence.
+
+    Parameters
+    ----------
+    texts : list of str
+        One text per chunk.
+    top_n : int
+        Keywords kept per chunk (highest TF-IDF, ties by word).
+    max_df, min_df : float or int
+        scikit-learn document-frequency limits of the vocabulary.
+    incidence : {"contains", "source"}
+        ``"contains"``: a concept is linked to every chunk containing the word (the
+        definition of §1, "a word along with all text chunks containing that word");
+        ``"source"``: only to the chunks it was extracted from.
+
+    Returns
+    -------
+    concepts : list of str
+        Sorted concept words.
+    chunk_concepts : csr_matrix, shape (n_chunks, n_concepts)
+        Binary incidence.
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    top_n = check_positive_int(extract_concepts, "top_n", top_n)
+    if incidence not in ("contains", "source"):
+        raise ConfigError(f"incidence must be 'contains' or 'source', got {incidence!r}")
+    if not any(t.strip() for t in texts):
+        return [], sp.csr_matrix((len(texts), 0), dtype=np.float32)
+    vec = TfidfVectorizer(
+        token_pattern=TOKEN_PATTERN,
+        stop_words="english",
+        lowercase=True,
+        max_df=max_df,
+        min_df=min_df,
+        dtype=np.float32,
+    )
+    try:
+        tfidf = sp.csr_matrix(vec.fit_transform(texts))
+    except ValueError:  # scikit-learn: empty vocabulary (only stopwords or numbers)
+        return [], sp.csr_matrix((len(texts), 0), dtype=np.float32)
+    tfidf.sort_indices()
+    row_of = np.repeat(np.arange(tfidf.shape[0]), np.diff(tfidf.indptr))
+    order = np.lexsort((tfidf.indices, -tfidf.data, row_of))
+    rank = np.arange(order.size) - tfidf.indptr[row_of[order]]
+    kept = order[rank < top_n]
+    cols = np.unique(tfidf.indices[kept])
+    names = vec.get_feature_names_out()[cols].tolist()
+    if incidence == "contains":
+        return names, _binary(tfidf[:, cols])
+    remap = np.full(tfidf.shape[1], -1, dtype=np.int64)
+    remap[cols] = np.arange(cols.size)
+    m = sp.csr_matrix(
+        (np.ones(kept.size, np.float32), (row_of[kept], remap[tfidf.indices[kept]])),
+        shape=(tfidf.shape[0], cols.size),
+    )
+    return names, _binary(m)
+
+
+def sentence_incidence(sentences: list[str], concepts: list[str]) -> sp.csr_matrix:
+    """Binary sentence x concept incidence (same tokenization as the keyword extraction)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    if not concepts or not sentences:
+        return sp.csr_matrix((len(sentences), len(concepts)), dtype=np.float32)
+    vec = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, vocabulary=concepts, binary=True)
+    return _binary(vec.transform(sentences))
+
+
+def mean_vectors(incidence: sp.csr_matrix, unit_vectors: np.ndarray) -> FloatArray:
+    """Row i: the mean of ``unit_vectors`` over the units containing concept i.
+
+    Eq. 1 with sentences as units; Table 4's variant C with chunks. ``incidence`` is
+    units x concepts; a concept found in no unit gets a zero vector.
+    """
+    inc_t = sp.csr_matrix(incidence.T, dtype=np.float32)
+    sums = np.asarray(inc_t @ np.asarray(unit_vectors, dtype=np.float32), dtype=np.float32)
+    counts = np.diff(inc_t.indptr).astype(np.float32)
+    sums /= np.maximum(counts, 1.0)[:, np.newaxis]
+    return sums
+
+
+def normalize_rows(x: np.ndarray) -> FloatArray:
+    """L2-normalized float32 rows (zero rows stay zero)."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.asarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+def concept_edges(
+    incidence: sp.csr_matrix,
+    vectors: FloatArray | None,
+    *,
+    theta_sem: float = 0.65,
+    theta_co: int = 3,
+    block: int = 2048,
+    pair_block: int = 65536,
+) -> sp.csr_matrix:
+    """The concept graph's edges (§3.2 "Connect Concepts by Relevance").
+
+    Parameters
+    ----------
+    incidence : csr_matrix, shape (n_units, n_concepts)
+        Binary unit x concept incidence; units are chunks (the paper) or sentences
+        (Table 4, variant A).
+    vectors : ndarray or None, shape (n_concepts, d)
+        L2-normalized concept vectors; ``None`` skips the similarity filter (variant B).
+    theta_sem : float
+        Cosine threshold (0.65).
+    theta_co : int
+        Co-occurrence threshold: the number of units containing both concepts (3).
+    block, pair_block : int
+        Concepts per sparse product and pairs per similarity batch (memory bound).
+
+    Returns
+    -------
+    csr_matrix, shape (n_concepts, n_concepts)
+        Symmetric float32 Dice weights ``2 Co / (|T_wi| + |T_wj|)``; no self-loops.
+    """
+    inc = _binary(incidence)
+    n = inc.shape[1]
+    inc_t = sp.csr_matrix(inc.T)
+    size = np.diff(inc_t.indptr).astype(np.float64)
+    rows: list[IntArray] = []
+    cols: list[IntArray] = []
+    weights: list[np.ndarray] = []
+    for b0 in range(0, n, block):
+        co = sp.coo_matrix(inc_t[b0 : b0 + block] @ inc)
+        i = co.row.astype(np.int64) + b0
+        j = co.col.astype(np.int64)
+        c = co.data.astype(np.float64)
+        keep = (j > i) & (c >= theta_co - 1e-9)
+        i, j, c = i[keep], j[keep], c[keep]
+        if vectors is not None and i.size:
+            sims = np.concatenate(
+                [
+                    np.einsum("ij,ij->i", vectors[i[p : p + pair_block]], vectors[j[p : p + pair_block]])
+                    for p in range(0, i.size, pair_block)
+                ]
+            )
+            ok = sims >= theta_sem
+            i, j, c = i[ok], j[ok], c[ok]
+        rows.append(i)
+        cols.append(j)
+        weights.append(2.0 * c / (size[i] + size[j]))
+    i = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    j = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    w = np.concatenate(weights) if weights else np.zeros(0)
+    adj = sp.csr_matrix(
+        (np.concatenate([w, w]).astype(np.float32), (np.concatenate([i, j]), np.concatenate([j, i]))),
+        shape=(n, n),
+    )
+    adj.sort_indices()
+    return adj
+
+
+def _csr(
+    arrays: dict[str, np.ndarray], prefix: str, shape: tuple[int, int], data: bool = False
+) -> sp.csr_matrix:
+    indices = arrays[f"{prefix}_indices"]
+    values = arrays[f"{prefix}_data"] if data else np.ones(indices.size, np.float32)
+    return sp.csr_matrix((values, indices, arrays[f"{prefix}_indptr"]), shape=shape)
+
+
+def load_graph(data: StructureData) -> ConceptGraphArrays:
+    """The stored graph as retrieval reads it (normalized vectors, CSR matrices)."""
+    a = data.arrays
+    n_concepts, n_chunks = int(data.meta["n_concepts"]), int(data.meta["n_chunks"])
+    return ConceptGraphArrays(
+        vectors=normalize_rows(a["concept_vectors"]),
+        adjacency=_csr(a, "adj", (n_concepts, n_concepts), data=True),
+        concept_chunks=_csr(a, "concept_chunks", (n_concepts, n_chunks)),
+    )
+
+
+def load_sentences(data: StructureData) -> tuple[sp.csr_matrix, IntArray]:
+    """The stored sentence x concept incidence and the chunk row of each sentence."""
+    a = data.arrays
+    chunk_of = np.asarray(a["sent_chunk"], dtype=np.int64)
+    return _csr(a, "sent", (chunk_of.size, int(data.meta["n_concepts"]))), chunk_of
+
+
+@register_builder
+class ConceptGraph(Builder):
+    """Builds the G2ConS concept graph and its core-chunk ranking (§3.2); no LLM call.
+
+    Parameters
+    ----------
+    top_n : int
+        TF-IDF keywords per chunk (the paper does not give it).
+    max_df, min_df : float or int
+        Document-frequency limits of the TF-IDF vocabulary.
+    incidence : {"contains", "source"}
+        Concept->chunk edges to every chunk containing the word (§1) or only the chunks it
+        was extracted from.
+    include_title : bool
+        Treat a chunk's title (a passage's entity name) as one of its sentences.
+    theta_sem, theta_co : float, int
+        Edge thresholds (0.65 and 3, §4.1).
+    kappa : float
+        Core-chunk fraction stored in ``core_rows`` (0.8, §4.6).
+    damping : float
+        PageRank damping.
+    aggregate : {"sum", "mean", "max"}
+        How a chunk's score combines its concepts' PageRank.
+    batch_size : int
+        Sentences per embedder call.
+    """
+
+    name = "concept_graph"
+    requires = ()
+    uses_llm = False
+
+    def __init__(
+        self,
+        *,
+        top_n: int = 10,
+        max_df: float | int = 0.5,
+        min_df: float | int = 1,
+        incidence: Incidence = "contains",
+        include_title: bool = True,
+        theta_sem: float = 0.65,
+        theta_co: int = 3,
+        kappa: float = 0.8,
+        damping: float = 0.85,
+        aggregate: str = "sum",
+        batch_size: int = 256,
+    ) -> None:
+        self.top_n = top_n
+        self.max_df = max_df
+        self.min_df = min_df
+        self.incidence = incidence
+        self.include_title = include_title
+        self.theta_sem = theta_sem
+        self.theta_co = theta_co
+        self.kappa = kappa
+        self.damping = damping
+        self.aggregate = aggregate
+        self.batch_size = batch_size
+
+    def _embed(self, ctx: BuildContext, texts: list[str]) -> FloatArray:
+        batch = check_positive_int(self, "batch_size", self.batch_size)
+        dim = int(ctx.embedder.dim)
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        with ctx.progress.task("concept graph: embed sentences", total=len(texts)) as task:
+            for s in range(0, len(texts), batch):
+                part = texts[s : s + batch]
+                out[s : s + len(part)] = ctx.embedder.embed(part)
+                task.advance(len(part))
+        return out
+
+    def build(self, ctx: BuildContext) -> StructureData:
+        check_fraction(self, "kappa", self.kappa)
+        if not -1.0 <= self.theta_sem <= 1.0:
+            raise ConfigError(f"ConceptGraph.theta_sem is a cosine in [-1, 1], got {self.theta_sem!r}")
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        chunks = ctx.chunks
+        docs = chunk_documents(chunks, self.include_title)
+        concepts, chunk_concepts = extract_concepts(
+            ["\n\n".join(s) for s in docs],
+            top_n=self.top_n,
+            max_df=self.max_df,
+            min_df=self.min_df,
+            incidence=self.incidence,
+        )
+        sent_texts = [s for sents in docs for s in sents]
+        sent_chunk = np.repeat(np.arange(len(docs), dtype=np.int64), [len(s) for s in docs])
+        sent_inc = sentence_incidence(sent_texts, concepts)
+        if self.incidence == "source":  # Eq. 1's S_w: sentences of the chunks linked to w
+            sent_inc = _binary(sent_inc.multiply(chunk_concepts[sent_chunk]))
+        timings["concepts_s"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        # Eq. 1 over the distinct sentences containing each concept: embed each once
+        used = np.flatnonzero(np.diff(sent_inc.indptr) > 0)
+        uid: dict[str, int] = {}
+        inverse = np.asarray([uid.setdefault(sent_texts[u], len(uid)) for u in used], dtype=np.int64)
+        to_unique = sp.csr_matrix(
+            (np.ones(used.size, np.float32), (inverse, np.arange(used.size))), shape=(len(uid), used.size)
+        )
+        concept_vectors = mean_vectors(_binary(to_unique @ sent_inc[used]), self._embed(ctx, list(uid)))
+        timings["embed_s"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with ctx.progress.task("concept graph: edges", total=None):
+            adj = concept_edges(
+                chunk_concepts,
+                normalize_rows(concept_vectors),
+                theta_sem=self.theta_sem,
+                theta_co=self.theta_co,
+            )
+        timings["edges_s"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        pr = pagerank(adj, damping=self.damping)
+        scores = chunk_scores(chunk_concepts, pr, self.aggregate)
+        core = select_core(scores, self.kappa)
+        timings["pagerank_s"] = time.perf_counter() - t0
+
+        concept_chunks = sp.csr_matrix(chunk_concepts.T)
+        concept_chunks.sort_indices()
+        width = max((len(c) for c in concepts), default=1)
+        arrays = {
+            "concepts": np.asarray(concepts, dtype=f"<U{width}"),
+            "concept_vectors": concept_vectors,
+            "concept_chunks_indptr": concept_chunks.indptr.astype(np.int64),
+            "concept_chunks_indices": concept_chunks.indices.astype(np.int32),
+            "sent_indptr": sent_inc.indptr.astype(np.int64),
+            "sent_indices": sent_inc.indices.astype(np.int32),
+            "sent_chunk": sent_chunk,
+            "adj_indptr": adj.indptr.astype(np.int64),
+            "adj_indices": adj.indices.astype(np.int32),
+            "adj_data": adj.data.astype(np.float32),
+            "pagerank": pr,
+            "chunk_score": scores,
+            "core_rows": core,
+        }
+        meta = {
+            "settings": self.get_params(),
+            "embedder": str(getattr(ctx.embedder, "name", "")),
+            "chunks_fingerprint": chunks.fingerprint(),
+            "n_chunks": len(chunks),
+            "n_concepts": len(concepts),
+            "n_sentences": len(sent_texts),
+            "n_embedded_sentences": len(uid),
+            "n_edges": int(adj.nnz // 2),
+            "core": {"array": "core_rows", "kappa": self.kappa, "n_core": int(core.size)},
+            "timings_s": {k: round(v, 4) for k, v in timings.items()},
+        }
+        return StructureData(arrays=arrays, meta=meta)
