@@ -1,0 +1,142 @@
+"""``paretorag eval``: a plain typer-compatible command function (registered by :mod:`paretorag.cli`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import ConfigError, ParetoragError
+
+
+def parse_ks(text: str) -> list[int]:
+    """``"2,5"`` -> ``[2, 5]`` (positive integers, sorted, unique)."""
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ConfigError(
+            f"--k must be comma-separated positive integers like 1,2,5,10, got {text!r}"
+        ) from None
+    if not ks or ks[0] <= 0:
+        raise ConfigError(f"--k must be comma-separated positive integers like 1,2,5,10, got {text!r}")
+    return ks
+
+
+def parse_names(text: str, option: str) -> list[str]:
+    """``"a, b"`` -> ``["a", "b"]``; at least one name."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"{option} needs at least one name")
+    return list(dict.fromkeys(names))
+
+
+def eval_command(
+    data: Path = typer.Option(
+        ..., "--data", help="Benchmark folder (shared/data) or a generic JSONL folder."
+    ),
+    subset: str = typer.Option(
+        ...,
+        "--subset",
+        help="Subset name(s), comma-separated: musique_dev200, hotpotqa_dev200, popqa, jsonl, ...",
+    ),
+    methods: str = typer.Option("vanilla", "--methods", help="Comma-separated method names."),
+    limit: int | None = typer.Option(
+        None, "--limit", help="Evaluate the first N questions (corpus stays whole)."
+    ),
+    k: str = typer.Option("1,2,5,10", "--k", help="Recall cut-offs; retrieval depth is the largest."),
+    llm: str = typer.Option("extractive", "--llm", help="LLM spec for indexing and answers."),
+    retrieval_only: bool = typer.Option(False, "--retrieval-only", help="Skip answer generation."),
+    out: Path = typer.Option(
+        Path("eval-out"), "--out", help="Output folder (one sub-folder per subset if several)."
+    ),
+    cache: Path | None = typer.Option(
+        None, "--cache", help="Index cache folder (default: <out>/.index-cache)."
+    ),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help="Embedder spec (default MiniLM; 'hash' for tests)."
+    ),
+    corpus: str = typer.Option(
+        "full", "--corpus", help="'full' corpus, or 'own': only the questions' passages."
+    ),
+    answer_k: int | None = typer.Option(
+        None, "--answer-k", help="Passages given to the answer (method default)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the Pareto plots."),
+) -> None:
+    """Evaluate methods on a benchmark: results.json, results.md and Pareto plots."""
+    from rich.console import Console
+
+    try:
+        _run(
+            data,
+            subset,
+            methods,
+            limit,
+            k,
+            llm,
+            retrieval_only,
+            out,
+            cache,
+            embedder,
+            corpus,
+            answer_k,
+            seed,
+            plots,
+        )
+    except ParetoragError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(code=2) from None
+
+
+def _run(
+    data: Path,
+    subset: str,
+    methods: str,
+    limit: int | None,
+    k: str,
+    llm: str,
+    retrieval_only: bool,
+    out: Path,
+    cache: Path | None,
+    embedder: str | None,
+    corpus: str,
+    answer_k: int | None,
+    seed: int,
+    plots: bool,
+) -> None:
+    from rich.console import Console
+
+    from ..progress import RichProgress
+    from .report import results_table
+    from .runner import run_eval
+
+    subsets = parse_names(subset, "--subset")
+    names = parse_names(methods, "--methods")
+    ks = parse_ks(k)
+    console = Console()
+    for name in subsets:
+        target = out / name if len(subsets) > 1 else out
+        with RichProgress() as progress:
+            payload = run_eval(
+                data,
+                name,
+                names,
+                limit=limit,
+                ks=ks,
+                llm=llm,
+                retrieval_only=retrieval_only,
+                out_dir=target,
+                cache_dir=cache if cache is not None else out / ".index-cache",
+                embedder=embedder,
+                corpus=corpus,
+                answer_k=answer_k,
+                seed=seed,
+                progress=progress,
+                plots=plots,
+            )
+        console.print(f"\n[bold]{payload['dataset']['name']}[/bold] -> {target}/results.md")
+        console.print(results_table(payload), markup=False, highlight=False)
+
+
+__all__ = ["eval_command", "parse_ks", "parse_names"]

@@ -1,0 +1,304 @@
+"""The evaluation runner: one index per data set and configuration, every method on every question.
+
+:func:`run_eval` loads a subset, builds (or reuses) its index under a cache
+directory keyed by the corpus fingerprint, the embedder and the LLM, runs each
+method on each question (retrieval at depth ``max(ks)``; generation unless
+``retrieval_only``), and writes ``results.json``, ``results.md`` and the Pareto
+plots (:mod:`paretorag.eval.report`). Re-runs reuse the index, its embedding
+cache and its LLM response cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..methods import METHODS, Retrieval
+from ..progress import NullProgress, Progress
+from ..rag import RAG
+from ..types import ContextItem, Usage
+from . import metrics as M
+from .cost import base_ledger, method_index_cost, peak_rss_mb, snapshot, usage_delta
+from .loaders import load_dataset
+from .schema import Dataset, Question
+
+RESULTS_VERSION = 1
+
+
+def set_seeds(seed: int) -> None:
+    """Seed Python's, numpy's and (when loaded) torch's generators."""
+    random.seed(seed)
+    np.random.seed(seed)  # the legacy global generator is what third-party code reads
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def index_dir_for(cache_dir: Path, ds: Dataset, embedder: str | None, llm: str) -> Path:
+    """``<cache>/<dataset>-<corpus hash>-<config hash>``: one index per corpus and configuration."""
+    config = json.dumps({"embedder": embedder or "default", "llm": llm}, sort_keys=True)
+    tag = hashlib.sha256(config.encode()).hexdigest()[:8]
+    return cache_dir / f"{ds.name}-{ds.corpus_fingerprint()[:10]}-{tag}"
+
+
+@dataclass
+class QuestionResult:
+    """Everything measured for one (method, question) pair."""
+
+    record: dict[str, Any]
+    retrieval_s: float
+    usage: Usage
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+def _score_question(
+    rag: RAG, method: str, q: Question, ks: Sequence[int], retrieval_only: bool, answer_k: int | None
+) -> QuestionResult:
+    """Retrieve (and answer) one question and compute its metrics."""
+    depth = max(ks)
+    prompt = q.prompt()
+    before = snapshot(rag.usage)
+    t0 = time.perf_counter()
+    retrieval, items = rag.retrieve(prompt, method=method, k=depth)
+    retrieval_s = time.perf_counter() - t0
+    usage = usage_delta(before, rag.usage)  # LLM calls the method made to retrieve
+    items = list(items)
+    doc_ids = _retrieved_doc_ids(rag, retrieval, items)
+    rec: dict[str, Any] = {
+        "qid": q.qid,
+        "question": q.text,
+        "answers": q.answers,
+        "gold": q.gold_keys,
+        "mode": retrieval.mode,
+        "branch": retrieval.branch,
+        "doc_ids": M.first_distinct(doc_ids)[:depth],
+        "retrieved": [
+            {"chunk_id": it.chunk_id, "doc_id": it.doc_id, "score": round(float(it.score), 6)} for it in items
+        ],
+        "timings_ms": {"retrieval": _ms(retrieval_s)},
+        "metrics": {},
+    }
+    scores: dict[str, float | None] = rec["metrics"]
+    for k in ks:
+        r = M.recall_at_k(doc_ids, q.gold_keys, k)
+        if r is not None:
+            scores[f"recall@{k}"] = r["fraction"]
+            scores[f"recall_all@{k}"] = r["all"]
+            scores[f"recall_any@{k}"] = r["any"]
+        scores[f"context_recall@{k}"] = M.context_recall([it.text for it in items[:k]], q.answers)
+    if not retrieval_only:
+        answer = rag.query(prompt, method=method, k=answer_k)
+        usage.merge(answer.usage)  # the answer's own LLM call(s); its retrieval is not counted twice
+        rec["prediction"] = answer.text
+        rec["timings_ms"].update({name: _ms(v) for name, v in answer.timings.items() if name != "retrieval"})
+        scores["em"] = M.exact_match(answer.text, q.answers)
+        scores["f1"] = M.token_f1(answer.text, q.answers)
+        scores["contain"] = M.contain_match(answer.text, q.answers)
+        scores["rouge_l"] = M.rouge_l(answer.text, q.answers)
+        if q.options and q.gold_option is not None:
+            scores["choice_accuracy"] = M.choice_accuracy(answer.text, q.options, q.gold_option)
+    rec["usage"] = usage.to_json()
+    return QuestionResult(rec, retrieval_s, usage)
+
+
+def _retrieved_doc_ids(rag: RAG, retrieval: Retrieval, items: list[ContextItem]) -> list[str]:
+    """Document ids in retrieval order: from the chunk rows of ``Retrieval.scored`` (the
+    architecture contract for evaluation recall), else from the context items."""
+    scored = retrieval.scored
+    if len(scored) and scored.kind == "chunk":
+        doc_ids = rag.view.chunks.doc_ids
+        return [doc_ids[int(r)] for r in scored.ids if 0 <= int(r) < len(doc_ids)]
+    return [it.doc_id for it in items]
+
+
+def _summarize(
+    results: list[QuestionResult], ds: Dataset, retrieval_only: bool, method_cls: Any
+) -> dict[str, Any]:
+    """Per-method metrics, latency and per-query LLM cost."""
+    names: list[str] = []
+    for r in results:
+        names.extend(n for n in r.record["metrics"] if n not in names)
+    metrics = {n: M.mean(r.record["metrics"].get(n) for r in results) for n in names}
+    query_usage = Usage()
+    for r in results:
+        query_usage.merge(r.usage)
+    n = max(len(results), 1)
+    total = query_usage.total
+    latency = {"retrieval": M.latency_summary([r.retrieval_s for r in results])}
+    for stage in ("generation", "total"):
+        vals = [r.record["timings_ms"].get(stage) for r in results]
+        if vals and not retrieval_only and all(v is not None for v in vals):
+            latency[stage] = M.latency_summary([float(v) / 1000.0 for v in vals])
+    modes: dict[str, int] = {}
+    for r in results:
+        key = r.record["mode"] + (f"/{r.record['branch']}" if r.record["branch"] else "")
+        modes[key] = modes.get(key, 0) + 1
+    return {
+        "n_questions": len(results),
+        "n_with_gold": sum(1 for q in ds.questions[: len(results)] if q.gold_keys),
+        "metrics": {k: (round(v, 4) if v is not None else None) for k, v in metrics.items()},
+        "latency": latency,
+        "modes": modes,
+        "query_cost": {
+            "llm_calls_per_query": round(total.calls / n, 3),
+            "prompt_tokens_per_query": round(total.prompt_tokens / n, 1),
+            "completion_tokens_per_query": round(total.completion_tokens / n, 1),
+            "stages": query_usage.to_json(),
+        },
+        "uses_llm": bool(getattr(method_cls, "uses_llm", False)),
+        "paper": str(getattr(method_cls, "paper", "")),
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def run_eval(
+    data_dir: Path | str,
+    subset: str,
+    methods: Sequence[str],
+    *,
+    limit: int | None = None,
+    ks: Sequence[int] = M.KS,
+    llm: str = "extractive",
+    retrieval_only: bool = False,
+    out_dir: Path | str = "eval-out",
+    cache_dir: Path | str | None = None,
+    embedder: str | None = None,
+    corpus: str = "full",
+    answer_k: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+    plots: bool = True,
+) -> dict[str, Any]:
+    """Evaluate ``methods`` on one subset and write the results.
+
+    Parameters
+    ----------
+    data_dir : Path or str
+        Benchmark folder (``shared/data``), or the folder of a generic JSONL set.
+    subset : str
+        Subset name (:func:`paretorag.eval.loaders.available_subsets`).
+    methods : sequence of str
+        Registered method names.
+    limit : int, optional
+        Evaluate the first ``limit`` questions (the corpus stays whole).
+    ks : sequence of int
+        Recall / context-recall cut-offs; retrieval runs at depth ``max(ks)``.
+    llm : str
+        LLM spec (``extractive``, ``openai:MODEL@URL``, ...), for indexing and answers.
+    retrieval_only : bool
+        Skip answer generation (no EM/F1/ROUGE, no query LLM calls).
+    out_dir : Path or str
+        Where ``results.json``, ``results.md`` and the plots go.
+    cache_dir : Path or str, optional
+        Index cache (default ``<out_dir>/.index-cache``); re-runs reuse it.
+    embedder : str, optional
+        Embedder spec; None is the default MiniLM, ``hash`` the test embedder.
+    corpus : {"full", "own"}
+        ``own`` restricts the corpus to the evaluated questions' own passages.
+    answer_k : int, optional
+        ``k`` passed to ``RAG.query`` for answers (default: the method's own).
+    seed : int
+        Seed for every random generator.
+    progress : Progress, optional
+        Progress reporter (the CLI passes rich bars).
+    plots : bool
+        Write the Pareto plots.
+
+    Returns
+    -------
+    dict
+        The content of ``results.json``.
+    """
+    from .report import write_report
+
+    if not methods:
+        raise ConfigError("give at least one method, e.g. --methods vanilla")
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] <= 0:
+        raise ConfigError(f"k values must be positive integers, got {ks}")
+    set_seeds(seed)
+    progress = progress or NullProgress()
+    out = Path(out_dir)
+    cache = Path(cache_dir) if cache_dir is not None else out / ".index-cache"
+    ds = load_dataset(data_dir, subset, limit=limit, corpus=corpus)
+    index_dir = index_dir_for(cache, ds, embedder, llm)
+    fresh = not (index_dir / "manifest.json").exists()
+    index_dir.mkdir(parents=True, exist_ok=True)
+    per_method: dict[str, Any] = {}
+    questions: dict[str, list[dict[str, Any]]] = {}
+    with RAG.open(index_dir, methods=list(methods), llm=llm, embedder=embedder) as rag:
+        t0 = time.perf_counter()
+        report = rag.index(ds.documents(), progress=progress)
+        index_wall = time.perf_counter() - t0
+        stats = _jsonable(rag.stats())
+        base = base_ledger(index_dir, stats, built_now=fresh)
+        for method in methods:
+            set_seeds(seed)
+            results: list[QuestionResult] = []
+            with progress.task(f"{ds.name} · {method}", total=len(ds.questions)) as bar:
+                for q in ds.questions:
+                    results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k))
+                    bar.advance()
+            summary = _summarize(results, ds, retrieval_only, METHODS.get(method))
+            summary["index_cost"] = method_index_cost(method, stats, base)
+            per_method[method] = summary
+            questions[method] = [r.record for r in results]
+    payload: dict[str, Any] = {
+        "version": RESULTS_VERSION,
+        "dataset": {
+            "subset": subset,
+            "name": ds.name,
+            "corpus": corpus,
+            "n_questions": len(ds.questions),
+            "n_passages": len(ds.passages),
+            "has_gold": ds.has_gold,
+            "multiple_choice": ds.is_multiple_choice,
+            "data_dir": str(data_dir),
+        },
+        "config": {
+            "methods": list(methods),
+            "ks": ks,
+            "llm": llm,
+            "embedder": embedder or "default",
+            "retrieval_only": retrieval_only,
+            "answer_k": answer_k,
+            "limit": limit,
+            "seed": seed,
+            "index_dir": str(index_dir),
+        },
+        "index": {
+            "built_now": bool(report.committed),
+            "wall_seconds_this_run": round(index_wall, 3),
+            "documents_added": report.added,
+            "stats": stats,
+        },
+        "methods": per_method,
+        "questions": questions,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(
+        json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    write_report(payload, out, plots=plots)
+    return payload
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON-safe copy (numpy scalars and paths become plain values)."""
+    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+__all__ = ["index_dir_for", "run_eval", "set_seeds"]
