@@ -20,14 +20,20 @@ ZEROSHOT_SYSTEM = "Answer the question concisely from your own knowledge."
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
 
-def answer_request(question: str, context: Context, *, context_text: str | None = None, max_tokens: int = 512) -> Request:
+def answer_request(
+    question: str, context: Context, *, context_text: str | None = None, max_tokens: int = 512
+) -> Request:
     """The answer prompt: passages (or a method's evidence text), then the question."""
     if not context.items and not context_text:
         msgs = (Message("system", ZEROSHOT_SYSTEM), Message("user", f"Question: {question}\nAnswer:"))
         return Request(msgs, Task("answer", question=question), max_tokens=max_tokens)
     body = context_text or context.text
     msgs = (Message("system", SYSTEM), Message("user", f"Passages:\n{body}\n\nQuestion: {question}\nAnswer:"))
-    return Request(msgs, Task("answer", texts=tuple(it.text for it in context.items), question=question), max_tokens=max_tokens)
+    return Request(
+        msgs,
+        Task("answer", texts=tuple(it.text for it in context.items), question=question),
+        max_tokens=max_tokens,
+    )
 
 
 def citations(text: str, context: Context) -> list[Citation]:
@@ -43,7 +49,9 @@ def citations(text: str, context: Context) -> list[Citation]:
     return out
 
 
-def generate(llm: LLM, question: str, context: Context, *, context_text: str | None = None) -> tuple[str, list[Citation]]:
+def generate(
+    llm: LLM, question: str, context: Context, *, context_text: str | None = None
+) -> tuple[str, list[Citation]]:
     """Ask the LLM and extract citations."""
     out = llm.complete(answer_request(question, context, context_text=context_text))
     text = out.text.strip()

@@ -32,7 +32,9 @@ def _units(text: str, tokenizer: Tokenizer, size: int) -> list[tuple[int, int, i
     return units
 
 
-def chunk_document(doc: Document, tokenizer: Tokenizer, *, size: int = 1200, overlap: int = 100) -> list[Chunk]:
+def chunk_document(
+    doc: Document, tokenizer: Tokenizer, *, size: int = 1200, overlap: int = 100
+) -> list[Chunk]:
     """Split a document into chunks of at most ``size`` tokens overlapping by at most ``overlap``.
 
     Parameters
@@ -61,7 +63,9 @@ def chunk_document(doc: Document, tokenizer: Tokenizer, *, size: int = 1200, ove
             j += 1
         start, end = units[i][0], units[j - 1][1]
         order = len(chunks)
-        chunks.append(Chunk(f"{doc.doc_id}#{order}", doc.doc_id, order, start, end, text[start:end], total, doc.title))
+        chunks.append(
+            Chunk(f"{doc.doc_id}#{order}", doc.doc_id, order, start, end, text[start:end], total, doc.title)
+        )
         if j >= len(units):
             break
         # next chunk starts with the longest suffix of this one that fits in `overlap`

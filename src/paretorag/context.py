@@ -44,7 +44,9 @@ def pack(items: Sequence[ContextItem], budget: Budget, tokenizer: Tokenizer) -> 
         used += n_tok
     if not kept and items and limit is not None:
         first = items[0]
-        header = tokenizer.count([format_block(1, ContextItem(first.chunk_id, first.doc_id, first.title, "", 0.0))])[0]
+        header = tokenizer.count(
+            [format_block(1, ContextItem(first.chunk_id, first.doc_id, first.title, "", 0.0))]
+        )[0]
         room = max(limit - header - 1, 1)
         text = _cut(first.text, tokenizer, room)
         cut = ContextItem(first.chunk_id, first.doc_id, first.title, text, first.score, room, first.row)

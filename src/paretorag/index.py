@@ -155,7 +155,9 @@ class IndexWriter:
                 if self.store.has_document(doc.doc_id):
                     unchanged += 1
                 else:
-                    chunks = chunk_document(doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap)
+                    chunks = chunk_document(
+                        doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap
+                    )
                     self.store.add_document(doc, chunks)
                     added += 1
                 task.advance()
@@ -215,7 +217,9 @@ class IndexWriter:
                 pending.remove(name)
         return done
 
-    def _build_one(self, name: str, chunks: ChunkTable, built: dict[str, StructureData]) -> tuple[str, StructureData, float]:
+    def _build_one(
+        self, name: str, chunks: ChunkTable, built: dict[str, StructureData]
+    ) -> tuple[str, StructureData, float]:
         builder: Builder = BUILDERS[name]()
         t0 = time.perf_counter()
         data = builder.build(_BuildContext(self, chunks, built))
@@ -249,7 +253,11 @@ class LoadedIndex:
         self.root = root
         self.manifest = manifest
         vdir = root / "vectors"
-        ids = (vdir / f"{manifest.vectors}.ids.txt").read_text(encoding="utf-8").split("\n") if manifest.vectors else []
+        ids = (
+            (vdir / f"{manifest.vectors}.ids.txt").read_text(encoding="utf-8").split("\n")
+            if manifest.vectors
+            else []
+        )
         ids = [i for i in ids if i]
         self.chunks = store.chunk_table(ids) if ids else ChunkTable.from_chunks([])
         self.vectors = VectorIndex.load(vdir, manifest.vectors) if ids else None
@@ -302,4 +310,6 @@ class LoadedIndex:
 
     def chunk_item(self, row: int, score: float) -> ContextItem:
         c = self.chunks
-        return ContextItem(c.ids[row], c.doc_ids[row], c.titles[row], c.texts[row], float(score), int(c.n_tokens[row]), row)
+        return ContextItem(
+            c.ids[row], c.doc_ids[row], c.titles[row], c.texts[row], float(score), int(c.n_tokens[row]), row
+        )

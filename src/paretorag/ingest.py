@@ -42,6 +42,7 @@ class Problem:
 
     path: str
     message: str
+    skipped: bool = True  # False for warnings about files that were still read
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -49,7 +50,9 @@ class Problem:
 
 class _TextOnly(HTMLParser):
     _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
-    _BLOCK = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "pre"})
+    _BLOCK = frozenset(
+        {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "pre"}
+    )
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -103,13 +106,23 @@ def _read_text(path: Path, problems: list[Problem]) -> str | None:
         problems.append(Problem(str(path), "is empty; add text to it or leave it out"))
         return None
     if b"\x00" in raw[:8192]:
-        problems.append(Problem(str(path), "looks binary (NUL bytes); only text, Markdown, HTML and JSON corpora are read"))
+        problems.append(
+            Problem(
+                str(path), "looks binary (NUL bytes); only text, Markdown, HTML and JSON corpora are read"
+            )
+        )
         return None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         log.warning("%s is not valid UTF-8 (byte %d); decoded with replacement characters", path, exc.start)
-        problems.append(Problem(str(path), f"warning: invalid UTF-8 at byte {exc.start}, decoded with replacement"))
+        problems.append(
+            Problem(
+                str(path),
+                f"invalid UTF-8 at byte {exc.start}; decoded with replacement characters",
+                skipped=False,
+            )
+        )
         return raw.decode("utf-8", errors="replace")
 
 
@@ -120,7 +133,9 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
                 try:
                     yield i, json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {i + 1} is not JSON ({exc.msg}); fix or remove that line") from None
+                    raise InputError(
+                        f"{path}: line {i + 1} is not JSON ({exc.msg}); fix or remove that line"
+                    ) from None
         return
     try:
         data = json.loads(text)
@@ -133,7 +148,9 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     elif isinstance(data, list):
         yield from enumerate(data)
     else:
-        raise InputError(f"{path}: expected a list of {{title, text}} records or a {{title: [sentences]}} object")
+        raise InputError(
+            f"{path}: expected a list of {{title, text}} records or a {{title: [sentences]}} object"
+        )
 
 
 def _corpus_documents(path: Path, text: str, problems: list[Problem]) -> list[Document]:
@@ -156,7 +173,12 @@ def read_file(path: Path, problems: list[Problem]) -> list[Document]:
     """Documents of one file; problems are appended, never raised."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
-        problems.append(Problem(str(path), f"unsupported extension {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED))}"))
+        problems.append(
+            Problem(
+                str(path),
+                f"unsupported extension {suffix or '(none)'}; supported: {', '.join(sorted(SUPPORTED))}",
+            )
+        )
         return []
     text = _read_text(path, problems)
     if text is None:
@@ -176,9 +198,9 @@ def read_file(path: Path, problems: list[Problem]) -> list[Document]:
 def iter_files(root: Path) -> Iterator[Path]:
     """Supported files under a directory, recursively, in sorted order (hidden ones skipped)."""
     for p in sorted(root.rglob("*")):
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts):
-            if p.suffix.lower() in SUPPORTED:
-                yield p
+        hidden = any(part.startswith(".") for part in p.relative_to(root).parts)
+        if p.is_file() and not hidden and p.suffix.lower() in SUPPORTED:
+            yield p
 
 
 def read_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[Problem]]:
@@ -192,7 +214,9 @@ def read_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[Proble
         elif path.is_dir():
             files = list(iter_files(path))
             if not files:
-                problems.append(Problem(str(path), f"has no usable file (supported: {', '.join(sorted(SUPPORTED))})"))
+                problems.append(
+                    Problem(str(path), f"has no usable file (supported: {', '.join(sorted(SUPPORTED))})")
+                )
             for f in files:
                 docs.extend(read_file(f, problems))
         else:

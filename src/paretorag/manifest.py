@@ -76,7 +76,9 @@ class Manifest:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise IndexFormatError(f"{path} is not readable JSON ({exc}); the index is damaged, index again") from exc
+            raise IndexFormatError(
+                f"{path} is not readable JSON ({exc}); the index is damaged, index again"
+            ) from exc
         version = data.get("format_version")
         if not isinstance(version, int):
             raise IndexFormatError(f"{path} has no format_version; it is not a paretorag index")

@@ -31,7 +31,7 @@ from .providers.embedders import RegexTokenizer, make_embedder
 from .providers.llm import make_llm
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import Store
-from .types import Answer, Budget, ContextItem, Document, Usage
+from .types import Answer, Budget, Citation, ContextItem, Document, Usage
 
 log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 10_000
@@ -51,7 +51,7 @@ class IndexReport:
 
 def _validate_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
-        raise QuestionError("the question is empty; ask something, e.g. paretorag query \"What is ...?\"")
+        raise QuestionError('the question is empty; ask something, e.g. paretorag query "What is ...?"')
     if len(question) > MAX_QUESTION_CHARS:
         raise QuestionError(
             f"the question has {len(question)} characters (limit {MAX_QUESTION_CHARS}); "
@@ -66,7 +66,9 @@ class RAG:
     Use :meth:`open`; the constructor is internal.
     """
 
-    def __init__(self, root: Path, store: Store, manifest: Manifest, embedder: Embedder, llm: LLM | None) -> None:
+    def __init__(
+        self, root: Path, store: Store, manifest: Manifest, embedder: Embedder, llm: LLM | None
+    ) -> None:
         self.root = root
         self.store = store
         self.manifest = manifest
@@ -117,15 +119,22 @@ class RAG:
         manifest = Manifest.load(root) if root.exists() else None
         if manifest is None:
             if not create:
-                raise IndexFormatError(f"{root} is not a paretorag index (no {FILENAME}); run `paretorag index` first")
+                raise IndexFormatError(
+                    f"{root} is not a paretorag index (no {FILENAME}); run `paretorag index` first"
+                )
             if root.exists() and any(root.iterdir()) and not (root / Store.FILENAME).exists():
-                raise IndexFormatError(f"{root} is a non-empty directory that is not an index; choose a new or empty one")
+                raise IndexFormatError(
+                    f"{root} is a non-empty directory that is not an index; choose a new or empty one"
+                )
             root.mkdir(parents=True, exist_ok=True)
             manifest = Manifest(IndexConfig(methods=[]))
         cfg = manifest.config
         has_docs = bool(manifest.counts.get("documents"))
         if chunk_size is not None or chunk_overlap is not None:
-            new = (chunk_size or cfg.chunk_size, cfg.chunk_overlap if chunk_overlap is None else chunk_overlap)
+            new = (
+                chunk_size or cfg.chunk_size,
+                cfg.chunk_overlap if chunk_overlap is None else chunk_overlap,
+            )
             if has_docs and new != (cfg.chunk_size, cfg.chunk_overlap):
                 raise ConfigError(
                     f"{root} was chunked with size {cfg.chunk_size}/overlap {cfg.chunk_overlap}; "
@@ -152,7 +161,9 @@ class RAG:
         if embedder is not None and not isinstance(embedder, str):
             built_with = manifest.models.get("embedder")
             if has_docs and built_with and built_with != emb.name:
-                raise ConfigError(f"{root} was embedded with {built_with!r}, not {emb.name!r}; use a new index")
+                raise ConfigError(
+                    f"{root} was embedded with {built_with!r}, not {emb.name!r}; use a new index"
+                )
         llm_obj = None if llm is None or isinstance(llm, str) else llm
         store = Store(root)
         manifest.save(root)
@@ -169,7 +180,14 @@ class RAG:
 
     def _writer(self, progress: Progress | None) -> IndexWriter:
         return IndexWriter(
-            self.root, self.store, self.manifest, self.embedder, self.tokenizer, self._base_llm, self.usage, progress
+            self.root,
+            self.store,
+            self.manifest,
+            self.embedder,
+            self.tokenizer,
+            self._base_llm,
+            self.usage,
+            progress,
         )
 
     # -- writing ---------------------------------------------------------------
@@ -181,7 +199,9 @@ class RAG:
             return False
         return all(s in m.structures for s in required_structures(m.config.methods))
 
-    def index(self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None) -> IndexReport:
+    def index(
+        self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None
+    ) -> IndexReport:
         """Add files, directories or :class:`Document` objects and build what the methods need.
 
         Unchanged documents (same content hash) are skipped. A bad file is reported in
@@ -196,8 +216,6 @@ class RAG:
         if paths:
             read, problems = read_paths(paths)
             docs.extend(read)
-        for p in problems:
-            log.warning("%s", p)
         writer = self._writer(progress)
         added, unchanged = writer.ingest(docs)
         report = IndexReport(added=added, unchanged=unchanged, problems=problems)
@@ -232,7 +250,9 @@ class RAG:
         known = {d["doc_id"] for d in self.store.documents()}
         unknown = [i for i in ids if i not in known]
         if unknown:
-            raise InputError(f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect`")
+            raise InputError(
+                f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect`"
+            )
         removed = self.store.mark_deleted(ids)
         if removed:
             self._writer(progress).commit()
@@ -245,13 +265,23 @@ class RAG:
         """The committed index as methods see it (loaded once, reloaded after writes)."""
         if self._view is None:
             self._view = LoadedIndex(
-                self.root, self.store, self.manifest, self.embedder, self.tokenizer,
+                self.root,
+                self.store,
+                self.manifest,
+                self.embedder,
+                self.tokenizer,
                 lambda stage: self._llm_for(self.usage, stage),
             )
         return self._view
 
     def retrieve(
-        self, question: str, method: str = "vanilla", *, k: int | None = None, budget: int | Budget | None = None, **params: Any
+        self,
+        question: str,
+        method: str = "vanilla",
+        *,
+        k: int | None = None,
+        budget: int | Budget | None = None,
+        **params: Any,
     ) -> tuple[Retrieval, list[ContextItem]]:
         """Retrieval only: the method's result and its context items (before packing)."""
         question = _validate_question(question)
@@ -268,7 +298,13 @@ class RAG:
         b = budget if isinstance(budget, Budget) else Budget(budget)
         opts = QueryOptions(k=k, budget=b)
         r = m.retrieve(view, question, opts)
-        items = r.items if r.items is not None else [view.chunk_item(int(i), float(s)) for i, s in zip(r.scored.ids, r.scored.scores, strict=True)]
+        items = (
+            r.items
+            if r.items is not None
+            else [
+                view.chunk_item(int(i), float(s)) for i, s in zip(r.scored.ids, r.scored.scores, strict=True)
+            ]
+        )
         return r, items
 
     def query(
@@ -293,20 +329,32 @@ class RAG:
         ctx = pack(items, b, self.tokenizer)
         usage = Usage()
         text = ""
-        cites = []
+        cites: list[Citation] = []
         if not context_only:
             llm = self._llm_for(usage, "query.answer")
             text, cites = generate(llm, question.strip(), ctx, context_text=r.context_text)
         t2 = time.perf_counter()
         return Answer(
-            question=question.strip(), text=text, method=method, mode=r.mode, contexts=list(ctx.items),
-            citations=cites, usage=usage, timings={"retrieval": t1 - t0, "generation": t2 - t1, "total": t2 - t0},
-            branch=r.branch, context_text=r.context_text or ctx.text,
+            question=question.strip(),
+            text=text,
+            method=method,
+            mode=r.mode,
+            contexts=list(ctx.items),
+            citations=cites,
+            usage=usage,
+            timings={"retrieval": t1 - t0, "generation": t2 - t1, "total": t2 - t0},
+            branch=r.branch,
+            context_text=r.context_text or ctx.text,
         )
 
     # -- inspection -----------------------------------------------------------
-    def documents(self) -> list[dict[str, Any]]:
-        return self.store.documents()
+    def documents(self, *, pending: bool = False) -> list[dict[str, Any]]:
+        """Committed documents (with ``pending=True``: also those stored by an unfinished run)."""
+        docs = self.store.documents()
+        if pending:
+            return docs
+        committed = set(self.view.chunks.doc_ids)
+        return [d for d in docs if d["doc_id"] in committed]
 
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, structures, sizes, models and LLM usage per stage."""
@@ -316,7 +364,9 @@ class RAG:
             d = self.root / sub
             sizes[sub] = sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.exists() else 0
         db = self.root / Store.FILENAME
-        sizes["sqlite"] = sum(p.stat().st_size for p in self.root.glob(Store.FILENAME + "*")) if db.exists() else 0
+        sizes["sqlite"] = (
+            sum(p.stat().st_size for p in self.root.glob(Store.FILENAME + "*")) if db.exists() else 0
+        )
         return {
             "index": str(self.root),
             "format_version": m.format_version,

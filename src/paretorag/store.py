@@ -157,7 +157,9 @@ class Store:
     def has_document(self, doc_id: str) -> bool:
         """True if the document is stored and not marked deleted."""
         with self._lock:
-            row = self._conn.execute("SELECT 1 FROM documents WHERE doc_id=? AND deleted=0", (doc_id,)).fetchone()
+            row = self._conn.execute(
+                "SELECT 1 FROM documents WHERE doc_id=? AND deleted=0", (doc_id,)
+            ).fetchone()
         return row is not None
 
     def add_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
@@ -209,7 +211,14 @@ class Store:
                 "GROUP BY d.doc_id ORDER BY d.seq"
             ).fetchall()
         return [
-            {"doc_id": r[0], "title": r[1], "source": r[2], "n_chars": r[3], "presplit": bool(r[4]), "n_chunks": r[5]}
+            {
+                "doc_id": r[0],
+                "title": r[1],
+                "source": r[2],
+                "n_chars": r[3],
+                "presplit": bool(r[4]),
+                "n_chunks": r[5],
+            }
             for r in rows
         ]
 
@@ -226,7 +235,9 @@ class Store:
         with self._lock:
             docs = {
                 r[0]: (r[1], r[2])
-                for r in self._conn.execute("SELECT doc_id, title, text FROM documents" + ("" if ids else " WHERE deleted=0"))
+                for r in self._conn.execute(
+                    "SELECT doc_id, title, text FROM documents" + ("" if ids else " WHERE deleted=0")
+                )
             }
             rows = self._conn.execute(
                 "SELECT c.chunk_id, c.doc_id, c.ord, c.start, c.end, c.n_tokens FROM chunks c "
@@ -245,8 +256,14 @@ class Store:
             rows = [by_id[i] for i in ids]
         chunks = [
             Chunk(
-                chunk_id=r[0], doc_id=r[1], order=r[2], start=r[3], end=r[4], n_tokens=r[5],
-                title=docs[r[1]][0], text=docs[r[1]][1][r[3] : r[4]],
+                chunk_id=r[0],
+                doc_id=r[1],
+                order=r[2],
+                start=r[3],
+                end=r[4],
+                n_tokens=r[5],
+                title=docs[r[1]][0],
+                text=docs[r[1]][1][r[3] : r[4]],
             )
             for r in rows
         ]
@@ -260,7 +277,12 @@ class Store:
                 "JOIN documents d ON d.doc_id=c.doc_id WHERE d.deleted=0"
             ).fetchone()
             cache = self._conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0]
-        return {"documents": int(docs), "chunks": int(chunks), "tokens": int(tokens), "llm_cache_entries": int(cache)}
+        return {
+            "documents": int(docs),
+            "chunks": int(chunks),
+            "tokens": int(tokens),
+            "llm_cache_entries": int(cache),
+        }
 
     # -- caches ---------------------------------------------------------------
     def get_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
@@ -287,7 +309,9 @@ class Store:
 
     def put_llm(self, key: str, model: str, response: str) -> None:
         with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO llm_cache(key,model,response) VALUES (?,?,?)", (key, model, response))
+            c.execute(
+                "INSERT OR REPLACE INTO llm_cache(key,model,response) VALUES (?,?,?)", (key, model, response)
+            )
 
     def get_kv(self, key: str) -> Any:
         with self._lock:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,14 +26,17 @@ def save_structure(root: Path, dirname: str, data: StructureData) -> Path:
     """Write a structure atomically (temporary directory, then rename)."""
     for key, arr in data.arrays.items():
         if np.asarray(arr).dtype == object:
-            raise IndexFormatError(f"structure array {key!r} has dtype object; store strings in meta or as fixed-width")
+            raise IndexFormatError(
+                f"structure array {key!r} has dtype object; store strings in meta or as fixed-width"
+            )
     final = root / dirname
     tmp = root / f".{dirname}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     with open(tmp / "arrays.npz", "wb") as fh:
-        np.savez(fh, **{k: np.asarray(v) for k, v in data.arrays.items()})
+        arrays: dict[str, Any] = {k: np.asarray(v) for k, v in data.arrays.items()}
+        np.savez(fh, **arrays)
         fh.flush()
         os.fsync(fh.fileno())
     (tmp / "meta.json").write_text(json.dumps(data.meta, ensure_ascii=False), encoding="utf-8")
@@ -49,7 +53,9 @@ def load_structure(root: Path, dirname: str) -> StructureData:
             arrays = {k: z[k] for k in z.files}
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise IndexFormatError(f"cannot read structure {path} ({exc}); run `paretorag index` to rebuild it") from exc
+        raise IndexFormatError(
+            f"cannot read structure {path} ({exc}); run `paretorag index` to rebuild it"
+        ) from exc
     return StructureData(arrays, meta)
 
 

@@ -11,7 +11,9 @@ _BOUNDARY = re.compile(
     r"""|\n\s*\n"""
     r"""|\n(?=\s*(?:[#>*+-]|\d+[.)])\s)"""
 )
-_ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Vol|Fig|Inc|Ltd|Co)\.|\b[A-Z]\.)$")
+_ABBREV = re.compile(
+    r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Vol|Fig|Inc|Ltd|Co)\.|\b[A-Z]\.)$"
+)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from .errors import IndexFormatError, MissingDependencyError
 from .types import FloatArray, Scored
 
 
-def _faiss():  # type: ignore[no-untyped-def]
+def _faiss() -> Any:
     try:
         import faiss
     except ImportError as exc:
@@ -25,13 +26,13 @@ def _faiss():  # type: ignore[no-untyped-def]
 class VectorIndex:
     """Exact top-k inner-product search over a float32 matrix (faiss ``IndexFlatIP``)."""
 
-    def __init__(self, matrix: np.ndarray, faiss_index: object | None = None) -> None:
+    def __init__(self, matrix: np.ndarray, faiss_index: Any = None) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if faiss_index is None:
             faiss = _faiss()
             faiss_index = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 else 1)
             if len(self.matrix):
-                faiss_index.add(self.matrix)  # type: ignore[attr-defined]
+                faiss_index.add(self.matrix)
         self._index = faiss_index
 
     def __len__(self) -> int:
@@ -43,7 +44,7 @@ class VectorIndex:
         if k <= 0:
             return Scored.empty()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        scores, rows = self._index.search(q, k)  # type: ignore[attr-defined]
+        scores, rows = self._index.search(q, k)
         keep = rows[0] >= 0
         return Scored(rows[0][keep], scores[0][keep])
 
@@ -66,7 +67,9 @@ class VectorIndex:
         try:
             matrix = np.load(npy, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read vectors {npy} ({exc}); run `paretorag index` again to rebuild") from exc
+            raise IndexFormatError(
+                f"cannot read vectors {npy} ({exc}); run `paretorag index` again to rebuild"
+            ) from exc
         fpath = directory / f"{stem}.faiss"
         faiss_index = _faiss().read_index(str(fpath)) if fpath.exists() else None
         return cls(matrix, faiss_index)

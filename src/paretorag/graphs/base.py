@@ -34,11 +34,22 @@ class StructureData:
 class BuildContext(Protocol):
     """What a builder may use. Provided by :class:`paretorag.index.Indexer`."""
 
-    chunks: ChunkTable
-    embedder: Embedder  # cached by text hash
-    tokenizer: Tokenizer
-    progress: Progress
-    workers: int
+    @property
+    def chunks(self) -> ChunkTable: ...
+
+    @property
+    def embedder(self) -> Embedder:
+        """The index's embedder, cached by text hash."""
+        ...
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+
+    @property
+    def progress(self) -> Progress: ...
+
+    @property
+    def workers(self) -> int: ...
 
     def llm(self, stage: str) -> LLM:
         """The configured LLM, cached and counted under ``stage`` (e.g. ``"index.tree"``)."""

@@ -87,7 +87,9 @@ class Tokenizer(Protocol):
     def offsets(self, text: str) -> list[tuple[int, int]]: ...
 
 
-def user_prompt(text: str, task: Task | None = None, *, system: str | None = None, max_tokens: int = 512) -> Request:
+def user_prompt(
+    text: str, task: Task | None = None, *, system: str | None = None, max_tokens: int = 512
+) -> Request:
     """A one-turn request (optionally with a system message)."""
     msgs: list[Message] = []
     if system:

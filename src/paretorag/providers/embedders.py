@@ -127,7 +127,9 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         model_path = Path(path) if path is not None else default_model_path()
         if not model_path.exists():
-            raise ConfigError(f"embedder path {model_path} does not exist; pass a local sentence-transformers directory")
+            raise ConfigError(
+                f"embedder path {model_path} does not exist; pass a local sentence-transformers directory"
+            )
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -136,8 +138,8 @@ class SentenceTransformerEmbedder:
             ) from exc
         self._model = SentenceTransformer(str(model_path), device="cpu")
         self.name = DEFAULT_MODEL if path is None else f"st:{model_path.name}"
-        self.dim = int(self._model.get_embedding_dimension())
-        self.max_tokens = int(self._model.max_seq_length) - 2  # room for [CLS] and [SEP]
+        self.dim = int(self._model.get_embedding_dimension() or 0)
+        self.max_tokens = int(self._model.max_seq_length or 256) - 2  # room for [CLS] and [SEP]
         self.batch_size = batch_size
         self.tokenizer = WordPieceTokenizer(self._model.tokenizer, self.name)
         self._lock = threading.Lock()
@@ -145,7 +147,11 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: list[str]) -> F32:
         with self._lock:
             out = self._model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 
@@ -208,7 +214,13 @@ class OpenAIEmbedder:
     """
 
     def __init__(
-        self, model: str, *, base_url: str | None = None, api_key: str | None = None, dim: int, timeout: float = 60.0
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dim: int,
+        timeout: float = 60.0,
     ) -> None:
         from .http import JSONClient
 
@@ -231,7 +243,9 @@ class OpenAIEmbedder:
         except (KeyError, TypeError, ValueError) as exc:
             raise EmbedderError(f"embeddings server returned an unexpected body: {str(data)[:200]}") from exc
         if vecs.shape != (len(texts), self.dim):
-            raise EmbedderError(f"embeddings server returned shape {vecs.shape}, expected {(len(texts), self.dim)}")
+            raise EmbedderError(
+                f"embeddings server returned shape {vecs.shape}, expected {(len(texts), self.dim)}"
+            )
         return _normalize(vecs)
 
 
@@ -247,6 +261,8 @@ def make_embedder(spec: str | None) -> Any:
     if spec.startswith("openai:"):
         parts = spec.split(":")
         if len(parts) != 3 or not parts[2].isdigit():
-            raise ConfigError(f"embedder spec {spec!r}: use openai:MODEL:DIM, e.g. openai:text-embedding-3-small:1536")
+            raise ConfigError(
+                f"embedder spec {spec!r}: use openai:MODEL:DIM, e.g. openai:text-embedding-3-small:1536"
+            )
         return OpenAIEmbedder(parts[1], dim=int(parts[2]))
     raise ConfigError(f"unknown embedder {spec!r}; use minilm, hash[:DIM], st:PATH or openai:MODEL:DIM")

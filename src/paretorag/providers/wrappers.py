@@ -41,12 +41,20 @@ class CachedLLM:
         hit = self._store.get_llm(key)
         if hit is not None:
             data = json.loads(hit)
-            return Completion(data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), cached=True)
+            return Completion(
+                data["text"], data.get("prompt_tokens"), data.get("completion_tokens"), cached=True
+            )
         out = self.inner.complete(request)
         self._store.put_llm(
             key,
             self.name,
-            json.dumps({"text": out.text, "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens}),
+            json.dumps(
+                {
+                    "text": out.text,
+                    "prompt_tokens": out.prompt_tokens,
+                    "completion_tokens": out.completion_tokens,
+                }
+            ),
         )
         return out
 
@@ -88,7 +96,9 @@ class CountingLLM:
         return Completion(out.text, pt, ct, out.cached)
 
 
-def complete_many(llm: LLM, requests: Sequence[Request], max_concurrency: int | None = None) -> list[Completion]:
+def complete_many(
+    llm: LLM, requests: Sequence[Request], max_concurrency: int | None = None
+) -> list[Completion]:
     """Run requests concurrently (at most ``max_concurrency`` in flight), results in order."""
     if not requests:
         return []

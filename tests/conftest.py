@@ -1,0 +1,47 @@
+"""Shared fixtures: the real MiniLM embedder (loaded once), small corpora, paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATA = SHARED / "data"
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from paretorag.providers.embedders import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="session")
+def popqa_slice():
+    """The first 20 PopQA questions and their (gold) paragraphs, as documents."""
+    from paretorag.ingest import make_document
+
+    records = json.loads((DATA / "popqa" / "popqa.json").read_text())[:20]
+    docs = {}
+    questions = []
+    for r in records:
+        gold = []
+        for p in r["paragraphs"]:
+            d = make_document(p["title"], p["text"], "popqa", presplit=True)
+            docs[d.doc_id] = d
+            if p["is_supporting"]:
+                gold.append(d.doc_id)
+        questions.append((r["question"], gold))
+    return list(docs.values()), questions
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,54 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for client tests (stops with the test)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def ok_body(text: str = "hello [1]") -> bytes:
+    return json.dumps(
+        {"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {"prompt_tokens": 11, "completion_tokens": 2}}
+    ).encode()
+
+
+@contextmanager
+def scripted_server(script: list[tuple[int, bytes, float]]) -> Iterator[tuple[str, list[float]]]:
+    """Serve ``(status, body, delay)`` answers in order (the last one repeats); yields (base_url, hit times)."""
+    hits: list[float] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            n = int(self.headers.get("Content-Length", "0"))
+            self.rfile.read(n)
+            with lock:
+                hits.append(time.monotonic())
+                status, body, delay = script[min(len(hits) - 1, len(script) - 1)]
+            if delay:
+                time.sleep(delay)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", hits
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,106 @@
+"""SIGKILL the indexer at several points: the index loads, and a re-run ends identical."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paretorag import RAG
+from paretorag.providers.embedders import HashEmbedder
+
+CHILD = Path(__file__).with_name("crash_child.py")
+QUESTIONS = ["topic 3 river", "alpha gamma", "section 17 mountains"]
+
+
+def _corpus(root: Path, start: int, n: int) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(start, start + n):
+        text = " ".join(f"Document {i} section {j} covers topic {(i * j) % 11} about rivers and mountains." for j in range(12))
+        (root / f"doc{i:03d}.txt").write_text(text)
+    return root
+
+
+def _run(index_dir: Path, paths: list[Path], kill_on: str | None = None) -> bool:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(index_dir), *map(str, paths)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    killed = False
+    for line in proc.stdout:
+        if kill_on and line.startswith(kill_on):
+            proc.send_signal(signal.SIGKILL)
+            killed = True
+            break
+    proc.wait(timeout=120)
+    if not killed:
+        assert proc.returncode == 0
+    return killed
+
+
+def _snapshot(index_dir: Path):
+    rag = RAG.open(index_dir, embedder=HashEmbedder(32), create=False)
+    view = rag.view
+    results = [[c.chunk_id for c in rag.query(q, context_only=True, k=4).contexts] for q in QUESTIONS]
+    matrix = None if view.vectors is None else view.vectors.matrix.copy()
+    counts = {k: v for k, v in rag.manifest.counts.items() if k != "llm_cache_entries"}
+    snap = (list(view.chunks.ids), list(view.chunks.texts), matrix, results, counts, rag.documents())
+    rag.close()
+    return snap
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    base = tmp_path_factory.mktemp("corpus")
+    return _corpus(base / "a", 0, 24), _corpus(base / "b", 100, 6)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, corpora):
+    a, b = corpora
+    ref = tmp_path_factory.mktemp("ref") / "ix"
+    _run(ref, [a])
+    first = _snapshot(ref)
+    _run(ref, [b])
+    return first, _snapshot(ref)
+
+
+def _same(x, y) -> None:
+    ids, texts, mat, results, counts, docs = x
+    ids2, texts2, mat2, results2, counts2, docs2 = y
+    assert ids == ids2 and texts == texts2 and results == results2 and counts == counts2
+    assert [d["doc_id"] for d in docs] == [d["doc_id"] for d in docs2]
+    np.testing.assert_array_equal(mat, mat2)
+
+
+@pytest.mark.parametrize("kill_on", ["chunking 5", "embedding chunks 64", "end embedding chunks"])
+def test_kill_during_first_index(tmp_path, corpora, reference, kill_on):
+    a, _ = corpora
+    ix = tmp_path / "ix"
+    assert _run(ix, [a], kill_on)
+    # the index loads (nothing committed yet: empty), and a re-run completes it
+    rag = RAG.open(ix, embedder=HashEmbedder(32))
+    assert rag.query("rivers", context_only=True).contexts == [] or rag.manifest.vectors
+    rag.close()
+    _run(ix, [a])
+    _same(_snapshot(ix), reference[0])
+
+
+@pytest.mark.parametrize("kill_on", ["chunking 3", "embedding chunks ", "end embedding chunks"])
+def test_kill_during_insert_keeps_last_commit(tmp_path, corpora, reference, kill_on):
+    a, b = corpora
+    ix = tmp_path / "ix"
+    _run(ix, [a])
+    assert _run(ix, [b], kill_on)
+    _same(_snapshot(ix), reference[0])  # the last committed index, as it was
+    _run(ix, [b])
+    _same(_snapshot(ix), reference[1])
+    manifest = json.loads((ix / "manifest.json").read_text())
+    assert manifest["counts"]["documents"] == 30

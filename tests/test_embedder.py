@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import numpy as np
+
+from paretorag.index import CachedEmbedder
+from paretorag.providers.embedders import HashEmbedder
+from paretorag.store import Store
+
+
+def test_short_text_is_one_window(minilm):
+    assert minilm.windows("a short sentence") == ["a short sentence"]
+
+
+def test_windowed_embedding_is_mean_of_windows(minilm):
+    text = " ".join(f"Sentence {i} talks about topic {i % 7} in some detail." for i in range(80))
+    windows = minilm.windows(text)
+    assert len(windows) >= 3
+    for w in windows:
+        assert minilm.tokenizer.count([w])[0] <= minilm.max_tokens
+    assert "".join(windows).split() == text.split()  # nothing dropped
+    whole = minilm.embed([text])[0]
+    parts = minilm.embed(windows)
+    mean = parts.mean(axis=0)
+    np.testing.assert_allclose(whole, mean / np.linalg.norm(mean), atol=1e-5)
+    # not the truncated embedding of the first window
+    assert float(whole @ parts[0]) < 0.999
+
+
+def test_batch_matches_single(minilm):
+    texts = ["alpha beta", "gamma delta epsilon", "zeta"]
+    batch = minilm.embed(texts)
+    for i, t in enumerate(texts):
+        np.testing.assert_allclose(batch[i], minilm.embed([t])[0], atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+class _Counting(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.seen: list[str] = []
+
+    def embed(self, texts):
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_cache_by_text_hash(tmp_path):
+    store = Store(tmp_path)
+    inner = _Counting()
+    emb = CachedEmbedder(inner, store)
+    a = emb.embed(["x y", "z", "x y"])
+    assert inner.seen == ["x y", "z"]
+    b = CachedEmbedder(inner, Store(tmp_path)).embed(["z", "x y"])
+    assert inner.seen == ["x y", "z"]  # served from the store
+    np.testing.assert_array_equal(a[[1, 0]], b)
