@@ -20,7 +20,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 $(DEVSTAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,llamacpp]'
 	touch $@
 
 setup: $(STAMP)

@@ -12,7 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def ok_body(text: str = "hello [1]") -> bytes:
     return json.dumps(
-        {"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {"prompt_tokens": 11, "completion_tokens": 2}}
+        {
+            "choices": [{"message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 2},
+        }
     ).encode()
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from paretorag.chunking import chunk_document
@@ -27,7 +29,7 @@ def test_chunks_respect_size_offsets_and_sentences(minilm):
         assert c.start in starts and c.end in ends  # never cut inside a sentence
         assert minilm.tokenizer.count([c.text])[0] == c.n_tokens <= 100
     # consecutive chunks overlap by at most `overlap` tokens, and cover the text
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start <= a.end
         if b.start < a.end:
             assert minilm.tokenizer.count([doc.text[b.start : a.end]])[0] <= 20
@@ -37,7 +39,7 @@ def test_chunks_respect_size_offsets_and_sentences(minilm):
 
 def test_overlap_is_used_when_it_fits(minilm):
     chunks = chunk_document(_doc(30), minilm.tokenizer, size=100, overlap=40)
-    assert any(b.start < a.end for a, b in zip(chunks, chunks[1:], strict=False))
+    assert any(b.start < a.end for a, b in itertools.pairwise(chunks))
 
 
 def test_long_sentence_is_cut_at_word_boundaries(minilm):

@@ -22,7 +22,10 @@ QUESTIONS = ["topic 3 river", "alpha gamma", "section 17 mountains"]
 def _corpus(root: Path, start: int, n: int) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for i in range(start, start + n):
-        text = " ".join(f"Document {i} section {j} covers topic {(i * j) % 11} about rivers and mountains." for j in range(12))
+        text = " ".join(
+            f"Document {i} section {j} covers topic {(i * j) % 11} about rivers and mountains."
+            for j in range(12)
+        )
         (root / f"doc{i:03d}.txt").write_text(text)
     return root
 
@@ -30,7 +33,10 @@ def _corpus(root: Path, start: int, n: int) -> Path:
 def _run(index_dir: Path, paths: list[Path], kill_on: str | None = None) -> bool:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(index_dir), *map(str, paths)], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(CHILD), str(index_dir), *map(str, paths)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert proc.stdout is not None
     killed = False

@@ -28,7 +28,9 @@ def test_gold_passages_retrieved_for_simple_questions(tmp_path, minilm, popqa_sl
 def test_answer_cites_retrieved_passage(tmp_path, minilm):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "rivers.md").write_text("# Rivers\n\nThe Danube flows through Vienna and Budapest. It is 2,850 km long.\n")
+    (src / "rivers.md").write_text(
+        "# Rivers\n\nThe Danube flows through Vienna and Budapest. It is 2,850 km long.\n"
+    )
     (src / "peaks.txt").write_text("Mount Elbrus is the highest peak in Europe. It rises to 5,642 metres.")
     rag = RAG.open(tmp_path / "ix", embedder=minilm)
     rag.index([src])

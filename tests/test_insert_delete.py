@@ -17,7 +17,10 @@ QUESTIONS = [
 
 
 def _retrieve(rag: RAG) -> list[list[tuple[str, float]]]:
-    return [[(c.chunk_id, round(c.score, 6)) for c in rag.query(q, k=5, context_only=True).contexts] for q in QUESTIONS]
+    return [
+        [(c.chunk_id, round(c.score, 6)) for c in rag.query(q, k=5, context_only=True).contexts]
+        for q in QUESTIONS
+    ]
 
 
 def test_insert_then_delete_equals_never_inserted(tmp_path, minilm, popqa_slice):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import socket
 
 import pytest
@@ -12,13 +13,19 @@ from .llm_server import ok_body, scripted_server
 
 
 def test_retries_429_500_and_garbage_then_succeeds():
-    script = [(429, b'{"error": "slow down"}', 0), (500, b"oops", 0), (200, b"<html>garbage", 0), (200, b'{"x": 1}', 0), (200, ok_body(), 0)]
+    script = [
+        (429, b'{"error": "slow down"}', 0),
+        (500, b"oops", 0),
+        (200, b"<html>garbage", 0),
+        (200, b'{"x": 1}', 0),
+        (200, ok_body(), 0),
+    ]
     with scripted_server(script) as (url, hits):
         llm = OpenAILLM("m", base_url=url, api_key="k", backoff=0.05, max_retries=5)
         out = llm.complete(user_prompt("hi"))
     assert out.text == "hello [1]" and out.prompt_tokens == 11 and out.completion_tokens == 2
     assert len(hits) == 5
-    gaps = [b - a for a, b in zip(hits, hits[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(hits)]
     # exponential backoff: each wait at least half the nominal 0.05 * 2**i
     for i, g in enumerate(gaps):
         assert g >= 0.05 * 2**i * 0.5 * 0.9
@@ -50,7 +57,9 @@ def test_server_down():
 
 
 def test_client_error_is_not_retried():
-    with scripted_server([(401, b'{"error": "bad key"}', 0)]) as (url, hits):
-        with pytest.raises(LLMError, match="401"):
-            OpenAILLM("m", base_url=url, backoff=0.01).complete(user_prompt("hi"))
+    with (
+        scripted_server([(401, b'{"error": "bad key"}', 0)]) as (url, hits),
+        pytest.raises(LLMError, match="401"),
+    ):
+        OpenAILLM("m", base_url=url, backoff=0.01).complete(user_prompt("hi"))
     assert len(hits) == 1

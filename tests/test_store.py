@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 
 from paretorag.chunking import chunk_document
+from paretorag.graphs.base import StructureData
 from paretorag.ingest import make_document
 from paretorag.providers.embedders import RegexTokenizer
 from paretorag.store import Store
 from paretorag.structures import load_structure, save_structure
-from paretorag.graphs.base import StructureData
 from paretorag.vectors import VectorIndex
 
 

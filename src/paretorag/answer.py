@@ -50,9 +50,9 @@ def citations(text: str, context: Context) -> list[Citation]:
 
 
 def generate(
-    llm: LLM, question: str, context: Context, *, context_text: str | None = None
+    llm: LLM, question: str, context: Context, *, context_text: str | None = None, max_tokens: int = 512
 ) -> tuple[str, list[Citation]]:
-    """Ask the LLM and extract citations."""
-    out = llm.complete(answer_request(question, context, context_text=context_text))
+    """Ask the LLM (at most ``max_tokens`` in the answer) and extract citations."""
+    out = llm.complete(answer_request(question, context, context_text=context_text, max_tokens=max_tokens))
     text = out.text.strip()
     return text, citations(text, context)

@@ -315,12 +315,14 @@ class RAG:
         k: int | None = None,
         budget: int | Budget | None = None,
         context_only: bool = False,
+        max_answer_tokens: int = 512,
         **params: Any,
     ) -> Answer:
         """Answer a question with ``method``; returns text, citations, contexts, usage and timings.
 
         ``budget`` caps the context in tokens (default: unbounded; methods such as
-        g2cons apply their own). ``context_only`` skips generation.
+        g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
+        caps the answer's length. Other keyword arguments set the method's parameters.
         """
         t0 = time.perf_counter()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
@@ -332,7 +334,9 @@ class RAG:
         cites: list[Citation] = []
         if not context_only:
             llm = self._llm_for(usage, "query.answer")
-            text, cites = generate(llm, question.strip(), ctx, context_text=r.context_text)
+            text, cites = generate(
+                llm, question.strip(), ctx, context_text=r.context_text, max_tokens=max_answer_tokens
+            )
         t2 = time.perf_counter()
         return Answer(
             question=question.strip(),

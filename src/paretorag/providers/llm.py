@@ -25,7 +25,72 @@ from .base import Completion, Request, Task
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "do", "does", "did", "has", "have", "had", "not", "no", "than", "then", "there", "their", "they", "he", "she", "his", "her", "him", "we", "you", "your", "i", "me", "my", "our", "us"]
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "as",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "not",
+        "no",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "we",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "our",
+        "us",
+    ]
 )
 
 
@@ -247,7 +312,7 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Completion:
-        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+        msgs: Any = [{"role": m.role, "content": m.content} for m in request.messages]
         with self._lock:
             out: Any = self._llm.create_chat_completion(
                 messages=msgs, max_tokens=request.max_tokens, temperature=request.temperature

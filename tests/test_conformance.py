@@ -1,0 +1,61 @@
+"""One conformance suite over every registered method and builder (scikit-learn style)."""
+
+from __future__ import annotations
+
+import pytest
+
+from paretorag import RAG, available_methods, get_method
+from paretorag.graphs.base import BUILDERS
+from paretorag.methods.base import Method
+from paretorag.providers.embedders import HashEmbedder
+
+METHODS = available_methods()
+QUESTIONS = ["What is the occupation of the person?", "In what city was he born?"]
+
+
+@pytest.fixture(scope="module")
+def all_methods_index(tmp_path_factory, popqa_slice):
+    docs, _ = popqa_slice
+    rag = RAG.open(tmp_path_factory.mktemp("conf") / "ix", embedder=HashEmbedder(64), methods=METHODS)
+    rag.index(docs)
+    return rag
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_method_declares_itself(name):
+    m = get_method(name)
+    assert isinstance(m, Method) and m.name == name and m.paper
+    for s in m.requires:
+        assert s == "vectors" or s in BUILDERS, f"{name} requires unknown structure {s}"
+    params = m.get_params()
+    clone = m.clone()
+    assert clone.get_params() == params and clone is not m
+    assert m.set_params(**params) is m
+    with pytest.raises(ValueError, match="no setting"):
+        m.set_params(definitely_not_a_setting=1)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_method_retrieves_valid_rows(all_methods_index, name):
+    rag = all_methods_index
+    n = len(rag.view.chunks)
+    for q in QUESTIONS:
+        r, _items = rag.retrieve(q, name)
+        ids = r.scored.ids.tolist()
+        assert all(0 <= i < n for i in ids) and len(set(ids)) == len(ids)
+        assert r.mode
+        assert len(r.scored.scores) == len(ids)
+        ans = rag.query(q, method=name)
+        assert ans.method == name and ans.mode == r.mode
+        assert ans.usage.llm_calls >= 1  # the answer call, counted
+        chunk_ids = set(rag.view.chunks.ids)
+        for c in ans.contexts:
+            assert c.text
+            if c.chunk_id in chunk_ids:
+                assert c.doc_id == rag.view.chunks.doc_ids[rag.view.chunks.ids.index(c.chunk_id)]
+
+
+def test_index_built_every_required_structure(all_methods_index):
+    built = set(all_methods_index.manifest.structures)
+    for name in METHODS:
+        assert {s for s in get_method(name).requires if s != "vectors"} <= built
