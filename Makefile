@@ -29,7 +29,7 @@ setup-dev: $(DEVSTAMP)
 demo: setup
 	rm -rf demo-index
 	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla
-	$(BIN)/paretorag query "How do I install paretorag and run the tests?" --index demo-index --method vanilla -k 3
+	$(BIN)/paretorag query "Which LLM backends can answer questions?" --index demo-index --method vanilla -k 3
 	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method vanilla -k 3
 
 lint: setup-dev
@@ -46,7 +46,7 @@ bench: setup
 	$(BIN)/python bench/bench_index_query.py
 
 results: setup
-	$(BIN)/python -m paretorag.eval.results_doc
+	$(BIN)/python -m paretorag.eval.results_doc --data ../shared/data --docs docs
 
 clean:
 	rm -rf $(VENV) demo-index .pytest_cache .mypy_cache .ruff_cache

@@ -63,3 +63,21 @@ def test_client_error_is_not_retried():
     ):
         OpenAILLM("m", base_url=url, backoff=0.01).complete(user_prompt("hi"))
     assert len(hits) == 1
+
+
+def test_openai_embeddings_endpoint():
+    import json
+
+    import numpy as np
+
+    from paretorag.providers.embedders import OpenAIEmbedder
+
+    body = json.dumps(
+        {"data": [{"index": 1, "embedding": [0.0, 2.0]}, {"index": 0, "embedding": [3.0, 4.0]}]}
+    ).encode()
+    with scripted_server([(503, b"busy", 0), (200, body, 0)]) as (url, hits):
+        emb = OpenAIEmbedder("e", base_url=url, dim=2)
+        emb._client.backoff = 0.01
+        vecs = emb.embed(["a", "b"])
+    np.testing.assert_allclose(vecs, [[0.6, 0.8], [0.0, 1.0]], atol=1e-6)
+    assert len(hits) == 2

@@ -14,13 +14,14 @@ from rich.table import Table
 
 from .errors import ParetoragError
 from .progress import RichProgress
+from .providers.llm import make_llm
 from .rag import RAG, IndexReport
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 IndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
 
@@ -120,7 +121,8 @@ def query(
 ) -> None:
     """Answer a question with citations."""
     try:
-        with RAG.open(index_dir, create=False, llm=llm) as rag:
+        answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
+        with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
             ans = rag.query(question, method=method, k=k, budget=budget, context_only=context_only)
     except ParetoragError as exc:
         _fail(exc)

@@ -129,6 +129,7 @@ class RAG:
             root.mkdir(parents=True, exist_ok=True)
             manifest = Manifest(IndexConfig(methods=[]))
         cfg = manifest.config
+        before = manifest.to_json()
         has_docs = bool(manifest.counts.get("documents"))
         if chunk_size is not None or chunk_overlap is not None:
             new = (
@@ -166,7 +167,8 @@ class RAG:
                 )
         llm_obj = None if llm is None or isinstance(llm, str) else llm
         store = Store(root)
-        manifest.save(root)
+        if not (root / FILENAME).exists() or manifest.to_json() != before:
+            manifest.save(root)  # only when something changed: a reader never rewrites a live manifest
         return cls(root, store, manifest, emb, llm_obj)
 
     # -- models ----------------------------------------------------------------
