@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from paretorag.eval.cli import eval_command, parse_ks
 from paretorag.eval.report import metric_label, pareto_front, quality_metric
+from paretorag.eval.results_doc import render
 from paretorag.eval.runner import run_eval
 
 DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -82,6 +83,10 @@ def test_two_methods_multiple_choice_hash_embedder(tmp_path: Path) -> None:
     assert payload["dataset"]["n_passages"] == 1 and payload["dataset"]["multiple_choice"]
     md = (tmp_path / "out" / "results.md").read_text()
     assert "| `zeroshot` |" in md and "MC acc" in md
+    doc = render([payload], "python -m paretorag.eval.results_doc")
+    assert doc.startswith("# Results") and "## quality-own: vanilla, zeroshot" in doc
+    assert "(results/quality/pareto_latency.png)" in doc
+    assert "| quality-own | 3 | 1 | `zeroshot` |" in doc
 
 
 @needs_data

@@ -189,16 +189,20 @@ def pareto_plot(
     fig, ax = plt.subplots(figsize=(5.0, 3.8), dpi=120)
     try:
         ax.scatter(xs, ys, s=60, c=[f"C{i % 10}" for i in range(len(xs))], zorder=3)
-        for name, x, y in zip(names, xs, ys, strict=True):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        labels: dict[tuple[float, float], list[str]] = {}
+        for name, x, y in zip(names, xs, ys, strict=True):  # coinciding points share one label
+            labels.setdefault((x, y), []).append(name)
+        for (x, y), group in labels.items():
+            ax.annotate(", ".join(group), (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
         front = pareto_front(xs, ys)
         if len(front) > 1:
             ax.plot(
                 [xs[i] for i in front], [ys[i] for i in front], "k--", lw=1, zorder=2, label="Pareto front"
             )
             ax.legend(fontsize=8, loc="lower right")
-        if xscale == "symlog":
+        if xscale == "symlog":  # LLM-free methods sit at 0
             ax.set_xscale("symlog", linthresh=1.0)
+            ax.set_xlim(-0.5, max(10.0, 3.0 * max(xs, default=0.0)))
         elif xscale == "log" and min(xs, default=0) > 0:
             ax.set_xscale("log")
         ax.set_xlabel(xlabel)
@@ -206,7 +210,7 @@ def pareto_plot(
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
         lo, hi = min(ys, default=0.0), max(ys, default=1.0)
-        pad = max(0.05 * (hi - lo), 1.0)
+        pad = max(0.1 * (hi - lo), 5.0)
         ax.set_ylim(max(0.0, lo - pad), min(100.0, hi + pad))
         fig.tight_layout()
         fig.savefig(path)

@@ -5,21 +5,25 @@ Usage::
     python -m paretorag.eval.results_doc --data ../shared/data --docs docs [--methods vanilla] [--fresh]
 
 Runs :func:`paretorag.eval.runner.run_eval` on each subset (default: the four of
-issue 4), writes ``docs/results/<subset>/`` (results.json, results.md, plots) and
-``docs/results.md`` (a summary table plus each subset's tables and plots). The index
-cache lives in ``<docs>/results/.index-cache`` (git-ignored; ``--fresh`` deletes it
-first so everything is rebuilt from the data).
+issue 4) and writes ``docs/results.md`` (a summary table plus each subset's tables)
+with its plots in ``docs/results/<subset>/``. Indexes and the full run outputs
+(``results.json`` with per-question records) stay in ``--work``
+(``.eval-cache/results-doc``, git-ignored): re-runs reuse the indexes; ``--fresh``
+deletes that folder first so everything is rebuilt from the data; ``--render-only``
+re-renders the page from the last runs without evaluating.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import markdown_report, metric_label
+from ..errors import InputError
+from .report import markdown_report, metric_label, write_plots
 
 DEFAULT_SUBSETS = ("musique_dev200", "hotpotqa_dev200", "2wikimultihopqa_dev164", "popqa")
 SUMMARY_METRICS = ("recall@2", "recall@5", "context_recall@2", "context_recall@5", "f1", "contain")
@@ -59,7 +63,8 @@ def render(payloads: Sequence[dict[str, Any]], command: str) -> str:
         "Data: the shared 80% of each benchmark (see `shared/data/*/README.md`), full subset corpora.",
         "Recall@k (R) counts distinct gold documents among the first k distinct retrieved documents",
         "(mean fraction, HippoRAG's definition); context recall (CR) is G2ConS's: a normalized gold",
-        "answer occurs in one of the first k passages.",
+        "answer occurs in one of the first k passages. Latency (retrieval, including query embedding) and",
+        "indexing seconds are wall-clock on the machine that ran the command.",
         "Metric definitions: [evaluation.md](evaluation.md).",
         "",
         summary_table(payloads),
@@ -82,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--data", type=Path, default=Path("../shared/data"), help="benchmark folder")
     ap.add_argument("--docs", type=Path, default=Path("docs"), help="docs folder to write results.md into")
+    ap.add_argument("--work", type=Path, default=Path(".eval-cache/results-doc"), help="index cache and runs")
     ap.add_argument("--subsets", default=",".join(DEFAULT_SUBSETS), help="comma-separated subsets")
     ap.add_argument("--methods", default="vanilla", help="comma-separated methods")
     ap.add_argument("--llm", default="extractive", help="LLM spec")
@@ -89,35 +95,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N questions per subset")
     ap.add_argument("--retrieval-only", action="store_true", help="skip answer generation")
     ap.add_argument("--fresh", action="store_true", help="delete the index cache first")
+    ap.add_argument("--render-only", action="store_true", help="re-render from the last runs' results.json")
     args = ap.parse_args(argv)
 
-    results_dir = args.docs / "results"
-    cache = results_dir / ".index-cache"
-    if args.fresh and cache.exists():
-        shutil.rmtree(cache)
-    methods = parse_names(args.methods, "--methods")
+    subsets = parse_names(args.subsets, "--subsets")
+    if args.fresh and args.work.exists():
+        shutil.rmtree(args.work)
     payloads = []
-    for subset in parse_names(args.subsets, "--subsets"):
+    for subset in subsets:
+        run_dir = args.work / "runs" / subset
+        if args.render_only:
+            path = run_dir / "results.json"
+            if not path.is_file():
+                raise InputError(f"{path} not found; run without --render-only first")
+            payloads.append(json.loads(path.read_text(encoding="utf-8")))
+            continue
         with RichProgress() as progress:
             payloads.append(
                 run_eval(
                     args.data,
                     subset,
-                    methods,
+                    parse_names(args.methods, "--methods"),
                     limit=args.limit,
                     llm=args.llm,
                     embedder=args.embedder,
                     retrieval_only=args.retrieval_only,
-                    out_dir=results_dir / subset,
-                    cache_dir=cache,
+                    out_dir=run_dir,
+                    cache_dir=args.work / "indexes",
                     progress=progress,
                 )
             )
+    for p in payloads:
+        plots = args.docs / "results" / p["dataset"]["subset"]
+        plots.mkdir(parents=True, exist_ok=True)
+        write_plots(p, plots)
     command = "python -m paretorag.eval.results_doc " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in (("subsets", args.subsets), ("methods", args.methods))
     )
     (args.docs / "results.md").write_text(render(payloads, command), encoding="utf-8")
-    print(f"wrote {args.docs / 'results.md'}")
+    print(f"wrote {args.docs / 'results.md'} and its plots under {args.docs / 'results'}")
     return 0
 
 
