@@ -136,7 +136,7 @@ def _run(
                 plots=plots,
             )
         console.print(f"\n[bold]{payload['dataset']['name']}[/bold] -> {target}/results.md")
-        console.print(results_table(payload), markup=False, highlight=False)
+        typer.echo(results_table(payload))
 
 
 __all__ = ["eval_command", "parse_ks", "parse_names"]
