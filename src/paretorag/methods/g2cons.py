@@ -134,30 +134,15 @@ class G2ConSConcept(Method):
             return options.budget.max_tokens
         return check_positive_int(self, "budget", self.budget)
 
-    def _thetas(self, meta: dict[str, Any]) -> tuple[float, int]:
+    def _variant(self, meta: dict[str, Any]) -> tuple[str, bool, float, int]:
+        """Cache key of this method's graph variant, whether it is the stored graph, and
+        its thresholds (theta_sem, theta_co)."""
         built = meta["settings"]
-        theta_sem = float(built["theta_sem"] if self.theta_sem is None else self.theta_sem)
-        return theta_sem, int(built["theta_co"] if self.theta_co is None else self.theta_co)
-
-    def _variant_key(self, meta: dict[str, Any], stored: bool = False) -> str:
-        """Cache key of the graph variant (``stored``: the one the builder wrote)."""
-        if stored:
-            built = meta["settings"]
-            variant: tuple[Any, ...] = (
-                "chunk",
-                True,
-                "sentence",
-                float(built["theta_sem"]),
-                int(built["theta_co"]),
-            )
-        else:
-            variant = (
-                self.cooccurrence,
-                bool(self.similarity_filter),
-                self.concept_vectors,
-                *self._thetas(meta),
-            )
-        return f"g2cons:{meta['chunks_fingerprint']}:{variant}"
+        sem = float(built["theta_sem"] if self.theta_sem is None else self.theta_sem)
+        co = int(built["theta_co"] if self.theta_co is None else self.theta_co)
+        variant = (self.cooccurrence, bool(self.similarity_filter), self.concept_vectors, sem, co)
+        stored = variant == ("chunk", True, "sentence", float(built["theta_sem"]), int(built["theta_co"]))
+        return f"g2cons:{meta['chunks_fingerprint']}:{variant}", stored, sem, co
 
     def state(self, index: IndexView) -> ConceptState:
         """The concept graph of ``index`` for this method's variant (memoized per index)."""
@@ -171,9 +156,7 @@ class G2ConSConcept(Method):
             )
         data = index.structure(STRUCTURE)
         built = data.meta["settings"]
-        theta_sem, theta_co = self._thetas(data.meta)
-        stored = self._variant_key(data.meta) == self._variant_key(data.meta, stored=True)
-        key = self._variant_key(data.meta)
+        key, stored, theta_sem, theta_co = self._variant(data.meta)
 
         def factory() -> ConceptState:
             graph = cg.load_graph(data)
@@ -187,7 +170,10 @@ class G2ConSConcept(Method):
                 vectors = cg.normalize_rows(cg.mean_vectors(chunk_concepts, chunk_vecs))
             units = chunk_concepts if self.cooccurrence == "chunk" else cg.load_sentences(data)[0]
             adj = cg.concept_edges(
-                units, vectors if self.similarity_filter else None, theta_sem=theta_sem, theta_co=theta_co
+                units,
+                vectors if self.similarity_filter else None,
+                theta_sem=theta_sem,
+                theta_co=theta_co,
             )
             pr = pagerank(adj, damping=float(built["damping"]))
             scores = chunk_scores(chunk_concepts, pr, str(built["aggregate"]))
@@ -292,7 +278,7 @@ class G2ConS(G2ConSConcept):
         kappa = float(
             data.meta["core"]["kappa"] if self.kappa is None else check_fraction(self, "kappa", self.kappa)
         )
-        key = f"{self._variant_key(data.meta)}:core:{kappa}"
+        key = f"{self._variant(data.meta)[0]}:core:{kappa}"
 
         def factory() -> np.ndarray:
             mask = np.zeros(len(index.chunks), dtype=bool)
