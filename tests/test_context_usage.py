@@ -73,3 +73,20 @@ def test_extractive_summary_and_answer_with_citations():
     assert citations("see [2] and [9] and [2]", ctx)[0].marker == 2 and len(citations("[2][9][2]", ctx)) == 1
     with pytest.raises(ConfigError, match="extractive"):
         llm.complete(user_prompt("free-form"))
+
+
+def test_answer_reuses_a_retrieval_and_counts_its_llm_calls(tmp_path):
+    from paretorag import RAG
+    from paretorag.providers.embedders import HashEmbedder
+
+    (tmp_path / "a.txt").write_text("Lima is the capital of Peru.")
+    (tmp_path / "b.txt").write_text("Bogota is the capital of Colombia.")
+    rag = RAG.open(tmp_path / "ix", embedder=HashEmbedder(32))
+    rag.index([tmp_path / "a.txt", tmp_path / "b.txt"])
+    r, items = rag.retrieve("capital of Peru", "vanilla", k=1)
+    assert [it.title for it in items] == ["a"] and r.usage.llm_calls == 0
+    r.usage.stage("query.retrieve").calls = 2  # as if the method had asked an LLM twice
+    ans = rag.answer("capital of Peru", r, items, method="vanilla")
+    assert ans.usage.llm_calls == 3 and ans.usage.stages["query.answer"].calls == 1
+    assert ans.contexts == items and "Lima" in ans.text
+    assert rag.manifest.timings["ingest"] > 0 and "embed" in rag.manifest.timings

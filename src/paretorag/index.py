@@ -49,6 +49,7 @@ class CachedEmbedder:
         self.dim = embedder.dim
         self._store = store
         self._progress = progress or NullProgress()
+        self.computed = 0  # texts embedded by the model (cache misses)
 
     def embed(self, texts: list[str], *, description: str = "") -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
@@ -63,6 +64,7 @@ class CachedEmbedder:
                 for i in range(0, len(items), EMBED_BATCH):
                     batch = items[i : i + EMBED_BATCH]
                     vecs = self.inner.embed([t for _, t in batch])
+                    self.computed += len(batch)
                     pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
@@ -161,7 +163,8 @@ class IndexWriter:
                     self.store.add_document(doc, chunks)
                     added += 1
                 task.advance()
-        self.timings["ingest"] = time.perf_counter() - t0
+        if added:
+            self.timings["ingest"] = time.perf_counter() - t0
         return added, unchanged
 
     # -- stages 2-5 -----------------------------------------------------------
@@ -171,8 +174,10 @@ class IndexWriter:
         chunks = self.store.chunk_table()
         fp = chunks.fingerprint()
         t0 = time.perf_counter()
+        before = self.embedder.computed
         vectors = self.embedder.embed(list(chunks.texts), description="embedding chunks")
-        self.timings["embed"] = time.perf_counter() - t0
+        if self.embedder.computed > before:  # time only real work, not cache reads
+            self.timings["embed"] = time.perf_counter() - t0
         stem = f"chunks-{fp[:16]}"
         vdir = self.root / "vectors"
         if not (vdir / f"{stem}.npy").exists() or m.vectors != stem:
@@ -186,7 +191,8 @@ class IndexWriter:
         m.counts = {**self.store.counts(), "vector_dim": int(self.embedder.dim)}
         m.models = {"embedder": self.embedder.name, "tokenizer": self.tokenizer.name, "llm": m.config.llm}
         m.usage = self.usage.to_json()
-        m.timings = {k: round(v, 4) for k, v in self.timings.items()}
+        # the latest time each stage did real work (a cache-only pass keeps the old figure)
+        m.timings = {**m.timings, **{k: round(v, 4) for k, v in self.timings.items()}}
         m.save(self.root)
         self.store.purge_deleted()
         self._collect_garbage(stem, structures)

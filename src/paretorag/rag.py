@@ -77,6 +77,7 @@ class RAG:
         self._llm = llm
         self.usage = Usage.from_json(manifest.usage)
         self._view: LoadedIndex | None = None
+        self._query_usage = Usage()  # LLM calls made by methods while retrieving
 
     # -- opening ---------------------------------------------------------------
     @classmethod
@@ -272,7 +273,7 @@ class RAG:
                 self.manifest,
                 self.embedder,
                 self.tokenizer,
-                lambda stage: self._llm_for(self.usage, stage),
+                lambda stage: self._llm_for(self._query_usage, stage),
             )
         return self._view
 
@@ -299,7 +300,9 @@ class RAG:
             )
         b = budget if isinstance(budget, Budget) else Budget(budget)
         opts = QueryOptions(k=k, budget=b)
+        self._query_usage = Usage()
         r = m.retrieve(view, question, opts)
+        r.usage = self._query_usage
         items = (
             r.items
             if r.items is not None
@@ -328,29 +331,59 @@ class RAG:
         """
         t0 = time.perf_counter()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
+        retrieval_s = time.perf_counter() - t0
+        return self.answer(
+            question,
+            r,
+            items,
+            method=method,
+            budget=budget,
+            context_only=context_only,
+            max_answer_tokens=max_answer_tokens,
+            retrieval_seconds=retrieval_s,
+        )
+
+    def answer(
+        self,
+        question: str,
+        retrieval: Retrieval,
+        items: list[ContextItem],
+        *,
+        method: str = "",
+        budget: int | Budget | None = None,
+        context_only: bool = False,
+        max_answer_tokens: int = 512,
+        retrieval_seconds: float = 0.0,
+    ) -> Answer:
+        """Pack a retrieval's items under ``budget`` and generate the answer (no second retrieval).
+
+        The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
+        """
         t1 = time.perf_counter()
         b = budget if isinstance(budget, Budget) else Budget(budget)
         ctx = pack(items, b, self.tokenizer)
         usage = Usage()
+        usage.merge(retrieval.usage)
         text = ""
         cites: list[Citation] = []
         if not context_only:
             llm = self._llm_for(usage, "query.answer")
             text, cites = generate(
-                llm, question.strip(), ctx, context_text=r.context_text, max_tokens=max_answer_tokens
+                llm, question.strip(), ctx, context_text=retrieval.context_text, max_tokens=max_answer_tokens
             )
         t2 = time.perf_counter()
+        total = retrieval_seconds + (t2 - t1)
         return Answer(
             question=question.strip(),
             text=text,
             method=method,
-            mode=r.mode,
+            mode=retrieval.mode,
             contexts=list(ctx.items),
             citations=cites,
             usage=usage,
-            timings={"retrieval": t1 - t0, "generation": t2 - t1, "total": t2 - t0},
-            branch=r.branch,
-            context_text=r.context_text or ctx.text,
+            timings={"retrieval": retrieval_seconds, "generation": t2 - t1, "total": total},
+            branch=retrieval.branch,
+            context_text=retrieval.context_text or ctx.text,
         )
 
     # -- inspection -----------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..operators.base import Params
-from ..types import Budget, ContextItem, FloatArray, Scored
+from ..types import Budget, ContextItem, FloatArray, Scored, Usage
 
 if TYPE_CHECKING:
     from ..graphs.base import StructureData
@@ -82,6 +82,7 @@ class Retrieval:
     items: list[ContextItem] | None = None
     context_text: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)  # LLM calls made while retrieving (set by RAG)
 
 
 class Method(Params):
