@@ -28,7 +28,7 @@ from ..progress import NullProgress, Progress
 from ..rag import RAG
 from ..types import ContextItem, Usage
 from . import metrics as M
-from .cost import base_ledger, method_index_cost, peak_rss_mb, snapshot, usage_delta
+from .cost import base_ledger, method_index_cost, peak_rss_mb
 from .loaders import load_dataset
 from .schema import Dataset, Question
 
@@ -70,11 +70,11 @@ def _score_question(
     """Retrieve (and answer) one question and compute its metrics."""
     depth = max(ks)
     prompt = q.prompt()
-    before = snapshot(rag.usage)
     t0 = time.perf_counter()
     retrieval, items = rag.retrieve(prompt, method=method, k=depth)
     retrieval_s = time.perf_counter() - t0
-    usage = usage_delta(before, rag.usage)  # LLM calls the method made to retrieve
+    usage = Usage()
+    usage.merge(retrieval.usage)  # LLM calls the method made to retrieve
     items = list(items)
     doc_ids = _retrieved_doc_ids(rag, retrieval, items)
     rec: dict[str, Any] = {
@@ -101,7 +101,8 @@ def _score_question(
         scores[f"context_recall@{k}"] = M.context_recall([it.text for it in items[:k]], q.answers)
     if not retrieval_only:
         answer = rag.query(prompt, method=method, k=answer_k)
-        usage.merge(answer.usage)  # the answer's own LLM call(s); its retrieval is not counted twice
+        # only the answer's own LLM call: its retrieval's calls are counted above
+        usage.merge(Usage({"query.answer": answer.usage.stage("query.answer")}))
         rec["prediction"] = answer.text
         rec["timings_ms"].update({name: _ms(v) for name, v in answer.timings.items() if name != "retrieval"})
         scores["em"] = M.exact_match(answer.text, q.answers)
