@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from paretorag.eval.cost import base_ledger, method_index_cost, peak_rss_mb, usage_delta
-from paretorag.types import StageUsage, Usage
+from paretorag.eval.cost import base_ledger, method_index_cost, peak_rss_mb
 
 STATS = {
     "timings": {"ingest": 1.0, "embed": 10.0, "vectors": 0.5, "build.tree": 30.0, "build.entity_graph": 4.0},
@@ -33,15 +32,6 @@ def test_e2graphrag_pays_its_structures_and_their_llm_stages() -> None:
     assert cost["seconds_total"] == 45.5
     assert cost["llm_calls"] == 7 and cost["llm_tokens"] == 770  # query stages are not indexing
     assert set(cost["stages"]) == {"index.tree"}
-
-
-def test_usage_delta() -> None:
-    before = Usage({"a": StageUsage(calls=1, prompt_tokens=10)})
-    after = Usage({"a": StageUsage(calls=3, prompt_tokens=25), "b": StageUsage(calls=1, completion_tokens=4)})
-    d = usage_delta(before, after)
-    assert d.stages["a"].calls == 2 and d.stages["a"].prompt_tokens == 15
-    assert d.stages["b"].completion_tokens == 4
-    assert usage_delta(after, after).stages == {}
 
 
 def test_ledger_keeps_first_measurement(tmp_path: Path) -> None:

@@ -27,27 +27,6 @@ def peak_rss_mb() -> float:
     return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
 
 
-def usage_delta(before: Usage, after: Usage) -> Usage:
-    """What ``after`` added to ``before``, stage by stage (empty stages dropped)."""
-    out = Usage()
-    for name, s in after.stages.items():
-        b = before.stages.get(name)
-        d = out.stage(name)
-        d.calls = s.calls - (b.calls if b else 0)
-        d.prompt_tokens = s.prompt_tokens - (b.prompt_tokens if b else 0)
-        d.completion_tokens = s.completion_tokens - (b.completion_tokens if b else 0)
-        d.seconds = s.seconds - (b.seconds if b else 0.0)
-        d.cached = s.cached - (b.cached if b else 0)
-        if not d.calls:
-            del out.stages[name]
-    return out
-
-
-def snapshot(usage: Usage) -> Usage:
-    """An independent copy of a usage record."""
-    return Usage.from_json(usage.to_json())
-
-
 def base_ledger(index_dir: Path, stats: dict[str, Any], built_now: bool) -> dict[str, float]:
     """Seconds of the shared indexing stages, as first measured for this index."""
     path = index_dir.with_name(index_dir.name + ".cost.json")
@@ -105,4 +84,4 @@ def method_index_cost(method: str, stats: dict[str, Any], base: dict[str, float]
     }
 
 
-__all__ = ["base_ledger", "method_index_cost", "peak_rss_mb", "snapshot", "usage_delta"]
+__all__ = ["base_ledger", "method_index_cost", "peak_rss_mb"]
