@@ -7,7 +7,7 @@ import importlib
 from .base import METHODS, IndexView, Method, QueryOptions, Retrieval, available_methods, get_method, register
 
 # Modules that register methods (and the builders they need). Add new ones here.
-_MODULES = ("paretorag.methods.dense", "paretorag.methods.g2cons")
+_MODULES = ("paretorag.methods.dense", "paretorag.methods.g2cons", "paretorag.methods.e2graphrag")
 
 
 def _load_all() -> None:

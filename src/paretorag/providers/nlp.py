@@ -29,7 +29,6 @@ The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
 
 from __future__ import annotations
 
-import queue
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -230,23 +229,12 @@ class Extraction:
     n_tokens: int
 
 
-class _PipeThread(threading.Thread):
-    """Runs a multi-process ``nlp.pipe`` and queues its extractions (``None`` ends the stream)."""
-
-    def __init__(self, nlp: Language, texts: list[str], batch_size: int, n_process: int) -> None:
-        super().__init__(name="paretorag-spacy", daemon=True)
-        self.nlp, self.texts, self.batch_size, self.n_process = nlp, texts, batch_size, n_process
-        self.results: queue.Queue[Extraction | None] = queue.Queue(maxsize=4 * batch_size * n_process)
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            for doc in self.nlp.pipe(self.texts, batch_size=self.batch_size, n_process=self.n_process):
-                self.results.put(Extraction(list(doc.user_data.get(_KEY, [])), len(doc)))
-        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which re-raises it
-            self.error = exc
-        finally:
-            self.results.put(None)
+def run_pipe(nlp: Language, texts: list[str], batch_size: int) -> list[Extraction]:
+    """Extractions of ``texts`` by a pipeline from :func:`load_pipeline`, in this process."""
+    return [
+        Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
+        for doc in nlp.pipe(texts, batch_size=batch_size)
+    ]
 
 
 class EntityExtractor:
@@ -298,31 +286,25 @@ class EntityExtractor:
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
         """Entity terms per sentence of each text, in input order (``nlp.pipe``).
 
-        With ``n_process > 1`` spaCy forks its worker processes from a thread started
-        here: a process forked from a ``concurrent.futures`` worker thread (where the
-        indexer runs builders) fails at exit on CPython 3.11 ("cannot join current
-        thread"), which spaCy reports as failed workers.
+        With ``n_process > 1`` this process and ``n_process - 1`` fresh worker
+        processes share the texts in small shards (:mod:`paretorag.providers.nlp_workers`);
+        results are yielded in input order.
         """
         texts = list(texts)
-        nlp = self.nlp
-        n_process = self.n_process if len(texts) >= 2 * self.batch_size else 1
-        if n_process == 1:
-            for doc in nlp.pipe(texts, batch_size=self.batch_size):
+        n_process = min(self.n_process, len(texts) // (2 * self.batch_size))
+        if n_process <= 1:
+            for doc in self.nlp.pipe(texts, batch_size=self.batch_size):  # streams, for progress bars
                 yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
             return
-        feeder = _PipeThread(nlp, texts, self.batch_size, n_process)
-        feeder.start()
-        item = feeder.results.get()
-        try:
-            while item is not None:
-                yield item
-                item = feeder.results.get()
-        finally:
-            while item is not None:  # stopped early: drain so that the feeder can finish
-                item = feeder.results.get()
-            feeder.join()
-        if feeder.error is not None:
-            raise feeder.error
+        from .nlp_workers import parallel_extract
+
+        settings = {
+            "labels": list(self.labels),
+            "split_names": bool(self.split_names),
+            "sentences": self.sentences,
+            "batch_size": self.batch_size,
+        }
+        yield from parallel_extract(self.nlp, texts, settings, n_process)
 
     def entities(self, text: str) -> list[str]:
         """Distinct entity terms of one text (a question), in order of first mention."""
@@ -342,4 +324,5 @@ __all__ = [
     "Extraction",
     "load_pipeline",
     "normalize",
+    "run_pipe",
 ]

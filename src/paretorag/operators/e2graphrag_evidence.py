@@ -1,0 +1,183 @@
+"""E2GraphRAG's evidence format (end of E2GraphRAG §3.2).
+
+Retrieved nodes are shown to the LLM as "entity1-entity2-...: chunks": grouped under
+the query entities they contain, each node once (a chunk linked to several entity
+pairs is listed once under the union of their entities), runs of adjacent chunks
+merged without their overlap, groups ordered by entity coverage and chunks within a
+group in document order. Passages are numbered across groups so that the answer
+can cite them as ``[n]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..store import ChunkTable
+from ..types import IntArray
+
+
+def entity_keys(
+    entity_chunks: sp.csr_matrix,
+    sources: IntArray,
+    names: Sequence[str],
+    first_row: np.ndarray,
+    last_row: np.ndarray,
+) -> list[tuple[str, ...]]:
+    """The query entities (vertex ids ``sources``) found in each node's leaves.
+
+    A node's leaves are the chunk rows ``first_row .. last_row``: for a chunk, itself;
+    for a summary, every chunk it summarizes (those that gave it its occurrence
+    weight). ``names`` are all vertex names; entities keep the question's order.
+    """
+    if sources.size == 0:
+        return [() for _ in range(first_row.size)]
+    occ = entity_chunks[sources].toarray()  # (query entities, chunks): a few rows
+    prefix = np.concatenate([np.zeros((sources.size, 1), np.int64), np.cumsum(occ, axis=1)], axis=1)
+    present = (prefix[:, last_row + 1] - prefix[:, first_row]) > 0
+    return [
+        tuple(names[int(sources[e])] for e in np.flatnonzero(present[:, j])) for j in range(first_row.size)
+    ]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One retrieved tree node to show the LLM.
+
+    ``key`` is the query entities it covers; ``row`` the chunk row (the first leaf for
+    a summary); ``start``/``end`` character offsets in its document (chunks only).
+    """
+
+    node: int
+    key: tuple[str, ...]
+    doc_id: str
+    title: str
+    row: int
+    order: int
+    start: int
+    end: int
+    text: str
+    is_summary: bool = False
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A group member: one node, or a run of adjacent chunks merged without their overlap."""
+
+    nodes: tuple[int, ...]
+    rows: tuple[int, ...]
+    doc_id: str
+    title: str
+    text: str
+    is_summary: bool = False
+
+
+def _mergeable(prev: Evidence, cur: Evidence) -> bool:
+    return (
+        not prev.is_summary
+        and not cur.is_summary
+        and prev.doc_id == cur.doc_id
+        and cur.order == prev.order + 1
+        and cur.start <= prev.end
+    )
+
+
+def merge_adjacent(units: Sequence[Evidence]) -> list[Passage]:
+    """Passages of units in document order; runs of adjacent chunks are merged (§3.2).
+
+    Adjacent means the same document and consecutive chunk order with overlapping or
+    touching character ranges; the overlap (``prev.end - cur.start`` characters) is
+    dropped from the later chunk, so the merged text is the document's text from the
+    first chunk's start to the last chunk's end.
+    """
+    ordered = sorted(units, key=lambda u: (u.row, u.is_summary, u.node))
+    out: list[Passage] = []
+    prev: Evidence | None = None
+    for u in ordered:
+        if prev is not None and out and _mergeable(prev, u):
+            p = out[-1]
+            tail = u.text[max(prev.end - u.start, 0) :]
+            out[-1] = Passage((*p.nodes, u.node), (*p.rows, u.row), p.doc_id, p.title, p.text + tail)
+        else:
+            out.append(Passage((u.node,), (u.row,), u.doc_id, u.title, u.text, u.is_summary))
+        prev = u
+    return out
+
+
+def group_evidence(units: Sequence[Evidence]) -> list[tuple[tuple[str, ...], list[Passage]]]:
+    """Units grouped by their entity key, each node once (§3.2).
+
+    Groups are ordered by entity coverage (more entities first), then by where their
+    first passage lies in the corpus; passages within a group in document order.
+    """
+    seen: set[int] = set()
+    groups: dict[tuple[str, ...], list[Evidence]] = {}
+    for u in units:
+        if u.node in seen:
+            continue
+        seen.add(u.node)
+        groups.setdefault(u.key, []).append(u)
+    merged = [(key, merge_adjacent(us)) for key, us in groups.items()]
+    merged.sort(key=lambda kp: (-len(kp[0]), min(p.rows[0] for p in kp[1]), kp[0]))
+    return merged
+
+
+def passage_block(number: int, passage: Passage) -> str:
+    """One numbered passage, as :func:`paretorag.context.format_block` writes it."""
+    return f"[{number}] {passage.title}".rstrip() + f"\n{passage.text}"
+
+
+def format_evidence(groups: Sequence[tuple[tuple[str, ...], Sequence[Passage]]]) -> str:
+    """The evidence text: ``entity1-entity2-...:`` headers over numbered passages (§3.2).
+
+    Passages are numbered across groups in order (the LLM cites them as ``[n]``); a
+    group without entities is headed ``other:`` unless it is the only group.
+    """
+    blocks: list[str] = []
+    n = 0
+    for key, passages in groups:
+        body = []
+        for p in passages:
+            n += 1
+            body.append(passage_block(n, p))
+        header = "-".join(key) + ":\n" if key else ("other:\n" if len(groups) > 1 else "")
+        blocks.append(header + "\n\n".join(body))
+    return "\n\n".join(blocks)
+
+
+def evidence_units(
+    chunks: ChunkTable,
+    summaries: Sequence[str],
+    nodes: IntArray,
+    first_row: np.ndarray,
+    keys: Sequence[tuple[str, ...]],
+) -> list[Evidence]:
+    """Evidence for tree nodes (chunk rows below ``len(chunks)``, summaries after them)."""
+    n = len(chunks)
+    out: list[Evidence] = []
+    for node, r, key in zip(nodes.tolist(), first_row.tolist(), keys, strict=True):
+        doc, order = chunks.doc_ids[r], int(chunks.orders[r])
+        if node < n:
+            start, end = int(chunks.starts[r]), int(chunks.ends[r])
+            out.append(Evidence(node, key, doc, chunks.titles[r], r, order, start, end, chunks.texts[r]))
+        else:
+            title = f"{chunks.titles[r]} (summary)".strip()
+            out.append(
+                Evidence(node, key, doc, title, r, order, -1, -1, summaries[node - n], is_summary=True)
+            )
+    return out
+
+
+__all__ = [
+    "Evidence",
+    "Passage",
+    "entity_keys",
+    "evidence_units",
+    "format_evidence",
+    "group_evidence",
+    "merge_adjacent",
+    "passage_block",
+]

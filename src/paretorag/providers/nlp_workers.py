@@ -1,0 +1,166 @@
+"""Entity extraction on several cores (E2GraphRAG §3.1: spaCy over all chunks, in parallel).
+
+:func:`parallel_extract` splits the texts into small shards that this process and
+``n_process - 1`` worker processes take from a common queue; results come back in
+input order. Workers are fresh interpreters (:class:`Worker`), not forks:
+
+- the indexer runs builders in threads (the tree's LLM calls beside this
+  extraction, §3.1), and forking while another thread is inside a BLAS call can
+  hang the parent (seen with the extractive backend's numpy work);
+- a fresh interpreter never re-imports the caller's ``__main__`` (as ``spawn`` and
+  ``forkserver`` do), so scripts need no ``if __name__ == "__main__"`` guard.
+
+A worker loads the model once (1-2 s), during which this process already works;
+only texts and entity terms cross the pipe, as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import ProviderError
+from .nlp import Extraction, load_pipeline, run_pipe
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+_WORKER_CODE = "import sys; from paretorag.providers.nlp_workers import worker_main; worker_main(sys.argv[1])"
+
+
+class _Engine(Protocol):
+    def run(self, texts: list[str]) -> list[Extraction]: ...
+
+    def close(self) -> None: ...
+
+
+class _Local:
+    """This process's own share of the work."""
+
+    def __init__(self, nlp: Language, batch_size: int) -> None:
+        self.nlp, self.batch_size = nlp, batch_size
+
+    def run(self, texts: list[str]) -> list[Extraction]:
+        return run_pipe(self.nlp, texts, self.batch_size)
+
+    def close(self) -> None:
+        return None
+
+
+class Worker:
+    """One extraction process running :func:`worker_main` (JSON lines on stdin/stdout)."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_CODE, json.dumps(settings)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=env,
+            text=True,
+            encoding="utf-8",
+        )
+        if self._proc.stdin is None or self._proc.stdout is None:  # both are pipes: never
+            raise ProviderError("could not open the pipes of a spaCy extraction process")
+        self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+
+    def run(self, texts: list[str]) -> list[Extraction]:
+        try:
+            self._stdin.write(json.dumps(texts) + "\n")
+            self._stdin.flush()
+            line = self._stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self._proc.wait(timeout=30)
+            self._err.seek(0)
+            tail = self._err.read().decode("utf-8", "replace")[-2000:]
+            raise ProviderError(
+                f"a spaCy extraction process exited with code {self._proc.returncode}: {tail}"
+            )
+        return [Extraction(sents, n) for sents, n in json.loads(line)]
+
+    def close(self) -> None:
+        self._stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._err.close()
+
+
+def worker_main(settings_json: str) -> None:
+    """A worker process's loop: a JSON list of texts in, a JSON list of extractions out, per line."""
+    cfg = json.loads(settings_json)
+    nlp = load_pipeline(tuple(cfg["labels"]), split_names=cfg["split_names"], sentences=cfg["sentences"])
+    for line in sys.stdin:
+        out = [[e.sentences, e.n_tokens] for e in run_pipe(nlp, json.loads(line), cfg["batch_size"])]
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+def parallel_extract(
+    nlp: Language, texts: Sequence[str], settings: dict[str, Any], n_process: int
+) -> Iterator[Extraction]:
+    """Extractions of ``texts`` in order, computed by this process and ``n_process - 1`` workers."""
+    step = max(1, min(settings["batch_size"], -(-len(texts) // (8 * n_process))))
+    shards = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(len(shards)):
+        todo.put(i)
+    done: dict[int, list[Extraction]] = {}
+    cond = threading.Condition()
+
+    def serve(make: Callable[[], _Engine]) -> None:
+        engine = make()  # a worker starts here, while the other engines already work
+        try:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                out = engine.run(shards[i])
+                with cond:
+                    done[i] = out
+                    cond.notify_all()
+        finally:
+            engine.close()
+            with cond:
+                cond.notify_all()
+
+    makers: list[Callable[[], _Engine]] = [lambda: _Local(nlp, settings["batch_size"])]
+    makers += [lambda: Worker(settings)] * (n_process - 1)
+    with ThreadPoolExecutor(max_workers=n_process, thread_name_prefix="paretorag-spacy") as pool:
+        loops: list[Future[None]] = [pool.submit(serve, m) for m in makers]
+        try:
+            for i in range(len(shards)):
+                with cond:
+                    while i not in done:
+                        for f in loops:
+                            if f.done():
+                                f.result()  # re-raises a failed engine's error
+                        if all(f.done() for f in loops):
+                            raise ProviderError(f"spaCy extraction stopped before shard {i} of {len(shards)}")
+                        cond.wait(0.5)
+                    out = done.pop(i)
+                yield from out
+        finally:
+            while True:  # stopped early or failed: let the engines finish their current shard
+                try:
+                    todo.get_nowait()
+                except queue.Empty:
+                    break
+
+
+__all__ = ["Worker", "parallel_extract", "worker_main"]

