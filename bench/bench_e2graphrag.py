@@ -13,7 +13,7 @@ pages of ../shared/data, then measures:
 - ``concurrency``: tree summarization and entity extraction run one after the other
   vs concurrently (as the indexer runs independent builders), with the extractive
   backend (CPU-bound, competes for the same 2 cores) and with a remote-LLM stand-in
-  (0.5 s per call, 8 in flight: the GPU-server setting of §3.1).
+  (2 s per call, 8 in flight: the GPU-server setting of §3.1).
 
 Usage::
 
@@ -131,7 +131,7 @@ def bench_concurrency(chunks: ChunkTable, embedder: Any, tokenizer: Any) -> dict
     out: dict[str, Any] = {}
     for label, llm in (
         ("extractive (CPU)", ExtractiveLLM()),
-        ("remote-like 0.5 s/call, 8 in flight", RemoteLikeLLM(0.5)),
+        ("remote-like 2 s/call, 8 in flight", RemoteLikeLLM(2.0)),
     ):
         log(f"concurrency: {label}")
         ctx = Ctx(chunks, embedder, tokenizer, llm)

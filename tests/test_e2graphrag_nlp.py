@@ -77,3 +77,18 @@ def test_errors_name_the_fix() -> None:
         EntityExtractor(labels="PERSON")
     with pytest.raises(ConfigError, match="sentences"):
         load_pipeline(sentences="regex")  # type: ignore[arg-type]
+
+
+def test_plural_rules_match_spacys_rule_lemmatizer() -> None:
+    from paretorag.providers.nlp import _NounRules
+
+    nlp = load_pipeline()
+    lemmatizer = nlp.get_pipe("lemmatizer")
+    rules = _NounRules(lemmatizer)
+    words = "wolves mice children analyses buses cities glasses heroes knives data potters ladies oxen xyzzies".split()
+    for word in words:
+        tok = nlp.make_doc(word)[0]
+        tok.pos_ = "NOUN"
+        tok.set_morph("Number=Plur")
+        assert rules.lemma(word) == lemmatizer.rule_lemmatize(tok)[0].lower(), word
+    assert rules.lemma("wolves") == "wolf" and rules.lemma("mice") == "mouse"

@@ -10,8 +10,8 @@ input order. Workers are fresh interpreters (:class:`Worker`), not forks:
 - a fresh interpreter never re-imports the caller's ``__main__`` (as ``spawn`` and
   ``forkserver`` do), so scripts need no ``if __name__ == "__main__"`` guard.
 
-A worker loads the model once (1-2 s), during which this process already works;
-only texts and entity terms cross the pipe, as JSON lines.
+A worker loads the model once (1-2 s); only texts and entity terms cross the pipe,
+as JSON lines.
 """
 
 from __future__ import annotations
@@ -23,36 +23,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from ..errors import ProviderError
 from .nlp import Extraction, load_pipeline, run_pipe
 
-if TYPE_CHECKING:
-    from spacy.language import Language
-
 _WORKER_CODE = "import sys; from paretorag.providers.nlp_workers import worker_main; worker_main(sys.argv[1])"
-
-
-class _Engine(Protocol):
-    def run(self, texts: list[str]) -> list[Extraction]: ...
-
-    def close(self) -> None: ...
-
-
-class _Local:
-    """This process's own share of the work."""
-
-    def __init__(self, nlp: Language, batch_size: int) -> None:
-        self.nlp, self.batch_size = nlp, batch_size
-
-    def run(self, texts: list[str]) -> list[Extraction]:
-        return run_pipe(self.nlp, texts, self.batch_size)
-
-    def close(self) -> None:
-        return None
 
 
 class Worker:
@@ -110,10 +88,8 @@ def worker_main(settings_json: str) -> None:
         sys.stdout.flush()
 
 
-def parallel_extract(
-    nlp: Language, texts: Sequence[str], settings: dict[str, Any], n_process: int
-) -> Iterator[Extraction]:
-    """Extractions of ``texts`` in order, computed by this process and ``n_process - 1`` workers."""
+def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: int) -> Iterator[Extraction]:
+    """Extractions of ``texts`` in input order, computed by ``n_process`` worker processes."""
     step = max(1, min(settings["batch_size"], -(-len(texts) // (8 * n_process))))
     shards = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -122,8 +98,8 @@ def parallel_extract(
     done: dict[int, list[Extraction]] = {}
     cond = threading.Condition()
 
-    def serve(make: Callable[[], _Engine]) -> None:
-        engine = make()  # a worker starts here, while the other engines already work
+    def serve() -> None:
+        engine = Worker(settings)  # started in parallel: each loads the model once
         try:
             while True:
                 try:
@@ -139,10 +115,8 @@ def parallel_extract(
             with cond:
                 cond.notify_all()
 
-    makers: list[Callable[[], _Engine]] = [lambda: _Local(nlp, settings["batch_size"])]
-    makers += [lambda: Worker(settings)] * (n_process - 1)
     with ThreadPoolExecutor(max_workers=n_process, thread_name_prefix="paretorag-spacy") as pool:
-        loops: list[Future[None]] = [pool.submit(serve, m) for m in makers]
+        loops: list[Future[None]] = [pool.submit(serve) for _ in range(n_process)]
         try:
             for i in range(len(shards)):
                 with cond:
