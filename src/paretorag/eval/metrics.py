@@ -141,7 +141,7 @@ def _rouge_scorer() -> Any:
         from rouge_score import rouge_scorer
     except ImportError as exc:
         raise MissingDependencyError(
-            "ROUGE-L needs the rouge-score package: pip install rouge-score (or pip install 'paretorag[dev]')"
+            "ROUGE-L needs the rouge-score package: pip install rouge-score"
         ) from exc
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
 
