@@ -123,8 +123,9 @@ def test_concept_vectors_are_mean_of_sentence_embeddings() -> None:
         containing = sorted({s for s in sentences if word in s.lower().replace(".", " ").split()})
         expected = emb.embed(containing).mean(axis=0)
         np.testing.assert_allclose(data.arrays["concept_vectors"][names.index(word)], expected, atol=1e-6)
-    # every distinct sentence holding a concept is embedded once, in one call per batch
-    embedded = [t for call in ctx.embedder.calls for t in call]
+    # every distinct sentence holding a concept is embedded once, in one call
+    assert len(ctx.embedder.calls) == 1
+    embedded = ctx.embedder.calls[0]
     assert len(embedded) == len(set(embedded)) == data.meta["n_embedded_sentences"]
 
 

@@ -280,8 +280,6 @@ class ConceptGraph(Builder):
         PageRank damping.
     aggregate : {"sum", "mean", "max"}
         How a chunk's score combines its concepts' PageRank.
-    batch_size : int
-        Sentences per embedder call.
     """
 
     name = "concept_graph"
@@ -301,7 +299,6 @@ class ConceptGraph(Builder):
         kappa: float = 0.8,
         damping: float = 0.85,
         aggregate: str = "sum",
-        batch_size: int = 256,
     ) -> None:
         self.top_n = top_n
         self.max_df = max_df
@@ -313,18 +310,6 @@ class ConceptGraph(Builder):
         self.kappa = kappa
         self.damping = damping
         self.aggregate = aggregate
-        self.batch_size = batch_size
-
-    def _embed(self, ctx: BuildContext, texts: list[str]) -> FloatArray:
-        batch = check_positive_int(self, "batch_size", self.batch_size)
-        dim = int(ctx.embedder.dim)
-        out = np.zeros((len(texts), dim), dtype=np.float32)
-        with ctx.progress.task("concept graph: embed sentences", total=len(texts)) as task:
-            for s in range(0, len(texts), batch):
-                part = texts[s : s + batch]
-                out[s : s + len(part)] = ctx.embedder.embed(part)
-                task.advance(len(part))
-        return out
 
     def build(self, ctx: BuildContext) -> StructureData:
         check_fraction(self, "kappa", self.kappa)
@@ -356,7 +341,11 @@ class ConceptGraph(Builder):
         to_unique = sp.csr_matrix(
             (np.ones(used.size, np.float32), (inverse, np.arange(used.size))), shape=(len(uid), used.size)
         )
-        concept_vectors = mean_vectors(_binary(to_unique @ sent_inc[used]), self._embed(ctx, list(uid)))
+        # one call: the index's embedder caches by text hash and reports its own progress
+        vectors = np.asarray(ctx.embedder.embed(list(uid)), dtype=np.float32).reshape(
+            len(uid), ctx.embedder.dim
+        )
+        concept_vectors = mean_vectors(_binary(to_unique @ sent_inc[used]), vectors)
         timings["embed_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
