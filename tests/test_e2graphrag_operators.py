@@ -40,10 +40,15 @@ def test_graph_counts_sentence_cooccurrence_and_occurrences() -> None:
     assert g.component[i["owl"]] != g.component[i["harry"]] == g.component[i["snape"]]
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_hop_distances_match_networkx_shortest_paths(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    G = nx.gnp_random_graph(80, 0.035, seed=seed)  # sparse: several components, long paths
+    if seed % 2:  # hubs (preferential attachment) beside a sparse random part: two components at least
+        G = nx.disjoint_union(
+            nx.barabasi_albert_graph(50, 1 + seed % 3, seed=seed), nx.gnp_random_graph(30, 0.06, seed=seed)
+        )
+    else:
+        G = nx.gnp_random_graph(80, 0.035, seed=seed)  # sparse: several components, long paths
     adj = nx.to_scipy_sparse_array(G, format="csr", dtype=np.int32)
     adj = sp.csr_matrix(adj)
     _, comp = sp.csgraph.connected_components(adj, directed=False)

@@ -54,46 +54,81 @@ def _neighbors(indptr: np.ndarray, indices: np.ndarray, frontier: IntArray) -> n
     return indices[offsets + np.arange(total)]
 
 
+class _Ball:
+    """A breadth-first search from one vertex, grown one level at a time on demand."""
+
+    _UNSEEN = np.iinfo(np.int16).max // 2
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, n: int, source: int) -> None:
+        self.indptr, self.indices = indptr, indices
+        self.dist = np.full(n, self._UNSEEN, dtype=np.int16)
+        self.dist[source] = 0
+        self.frontier = np.array([source], dtype=np.int64)
+        self.radius = 0
+
+    def cost(self) -> int:
+        """Edges the next level would scan (its frontier's degrees)."""
+        return int((self.indptr[self.frontier + 1] - self.indptr[self.frontier]).sum())
+
+    def grow(self) -> None:
+        nb = _neighbors(self.indptr, self.indices, self.frontier)
+        nb = np.unique(nb[self.dist[nb] == self._UNSEEN])
+        self.radius += 1
+        self.dist[nb] = self.radius
+        self.frontier = nb
+
+
+def _pair_distance(a: _Ball, b: _Ball, max_hops: int) -> int:
+    """Exact hop count between two balls' sources if at most ``max_hops``, else ``max_hops + 1``.
+
+    Bidirectional search: grow the cheaper side until the two balls meet. Once they
+    share a vertex, the least ``dist_a + dist_b`` over shared vertices is the distance
+    (a shortest path has a vertex within both radii); with ``radius_a + radius_b >=
+    max_hops`` and nothing shared, the sources are farther apart than ``max_hops``.
+    """
+    while True:
+        best = int((a.dist.astype(np.int32) + b.dist).min())
+        if best <= a.radius + b.radius:
+            return min(best, max_hops + 1)
+        if a.radius + b.radius >= max_hops:
+            return max_hops + 1
+        side = min((x for x in (a, b) if x.frontier.size), key=_Ball.cost, default=None)
+        if side is None:  # both components exhausted without meeting: no path
+            return max_hops + 1
+        side.grow()
+
+
 def hop_distances(
     adjacency: sp.csr_matrix, sources: IntArray, max_hops: int, component: np.ndarray | None = None
 ) -> IntArray:
     """Exact shortest-path hop counts between the ``sources``, capped at ``max_hops + 1``.
 
-    One breadth-first search per source, level by level, stopping at ``max_hops``
-    levels or once every later source is reached (pairs are symmetric). Sources in
-    different connected components (``component``) are not searched: no path.
-    ``d[i, j] == max_hops + 1`` means "farther than ``max_hops``, or no path"
-    (``Dist_G = inf`` in Equation 1).
+    Bounded bidirectional breadth-first search per pair (:func:`_pair_distance`); each
+    source's search is grown lazily and shared by all its pairs, and always from the
+    side with the smaller frontier, so a pair next to a hub ("man", "time") does not
+    scan the whole graph. Sources in different connected components (``component``)
+    are not searched. ``d[i, j] == max_hops + 1`` means "farther than ``max_hops``,
+    or no path" (``Dist_G = inf`` in Equation 1).
     """
     m = int(sources.size)
     far = max_hops + 1
     dist = np.full((m, m), far, dtype=np.int64)
     np.fill_diagonal(dist, 0)
-    indptr, indices = adjacency.indptr, adjacency.indices
     n = adjacency.shape[0]
-    for i in range(m - 1):
-        targets = sources[i + 1 :]
-        todo = np.flatnonzero(targets != sources[i])
-        if component is not None:
-            todo = todo[component[targets[todo]] == component[sources[i]]]
-        if todo.size == 0 or max_hops < 1:
-            continue
-        visited = np.zeros(n, dtype=bool)
-        visited[sources[i]] = True
-        frontier = sources[i : i + 1]
-        for depth in range(1, max_hops + 1):
-            nb = _neighbors(indptr, indices, frontier)
-            nb = nb[~visited[nb]]
-            if nb.size == 0:
-                break
-            visited[nb] = True
-            reached = todo[visited[targets[todo]]]
-            dist[i, i + 1 + reached] = depth
-            todo = todo[~visited[targets[todo]]]
-            if todo.size == 0:
-                break
-            frontier = np.unique(nb)
-    return np.minimum(dist, dist.T)  # only i < j was searched; the rest is `far` or 0
+    balls: dict[int, _Ball] = {}
+
+    def ball(i: int) -> _Ball:
+        if i not in balls:
+            balls[i] = _Ball(adjacency.indptr, adjacency.indices, n, int(sources[i]))
+        return balls[i]
+
+    for i in range(m):
+        for j in range(i + 1, m):
+            if sources[i] == sources[j]:
+                dist[i, j] = dist[j, i] = 0
+            elif max_hops >= 1 and (component is None or component[sources[i]] == component[sources[j]]):
+                dist[i, j] = dist[j, i] = _pair_distance(ball(i), ball(j), max_hops)
+    return dist
 
 
 class GraphFilter(Operator):

