@@ -33,8 +33,14 @@ class AnnouncingProgress:
 
 
 def main() -> None:
-    index_dir, *paths = sys.argv[1:]
-    rag = RAG.open(index_dir, embedder=HashEmbedder(32), methods=["vanilla"], chunk_size=60, chunk_overlap=10)
+    methods = ["vanilla"]
+    args = sys.argv[1:]
+    if args and args[0].startswith("--methods="):
+        methods = args.pop(0).removeprefix("--methods=").split(",")
+    index_dir, *paths = args
+    rag = RAG.open(
+        index_dir, embedder=HashEmbedder(32), methods=methods, chunk_size=60, chunk_overlap=10, workers=1
+    )
     rag.index([Path(p) for p in paths], progress=AnnouncingProgress())
     print("done", flush=True)
 

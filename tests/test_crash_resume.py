@@ -30,10 +30,10 @@ def _corpus(root: Path, start: int, n: int) -> Path:
     return root
 
 
-def _run(index_dir: Path, paths: list[Path], kill_on: str | None = None) -> bool:
+def _run(index_dir: Path, paths: list[Path], kill_on: str | None = None, methods: str = "vanilla") -> bool:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(index_dir), *map(str, paths)],
+        [sys.executable, str(CHILD), f"--methods={methods}", str(index_dir), *map(str, paths)],
         stdout=subprocess.PIPE,
         text=True,
         env=env,
@@ -110,3 +110,46 @@ def test_kill_during_insert_keeps_last_commit(tmp_path, corpora, reference, kill
     _same(_snapshot(ix), reference[1])
     manifest = json.loads((ix / "manifest.json").read_text())
     assert manifest["counts"]["documents"] == 30
+
+
+def test_kill_during_summary_tree_resumes_from_the_llm_cache(tmp_path, corpora):
+    """A structure build (E2GraphRAG's tree, extractive LLM) killed halfway: the re-run
+    reuses the cached summaries and ends identical to an uninterrupted build."""
+    a, _ = corpora
+    ref, ix = tmp_path / "ref", tmp_path / "ix"
+    _run(ref, [a], methods="e2graphrag")
+    # killed after every summary is cached but before the structures are saved (the
+    # entity graph, built in parallel, is still running)
+    assert _run(ix, [a], "end summary tree", methods="e2graphrag")
+    assert not json.loads((ix / "manifest.json").read_text())["structures"]
+    _run(ix, [a], methods="e2graphrag")
+    m_ref = json.loads((ref / "manifest.json").read_text())
+    m_ix = json.loads((ix / "manifest.json").read_text())
+    assert {k: v["dir"] for k, v in m_ref["structures"].items()} == {
+        k: v["dir"] for k, v in m_ix["structures"].items()
+    }
+    tree_ref, tree_ix = m_ref["usage"]["index.tree"], m_ix["usage"]["index.tree"]
+    assert tree_ix["calls"] == tree_ref["calls"] and tree_ref["cached"] == 0
+    assert tree_ix["cached"] == tree_ix["calls"] > 0  # no summary was asked again
+    for name in m_ref["structures"]:
+        d = m_ref["structures"][name]["dir"]
+        with (
+            np.load(ref / "structures" / d / "arrays.npz") as x,
+            np.load(ix / "structures" / d / "arrays.npz") as y,
+        ):
+            assert x.files == y.files
+            for key in x.files:
+                np.testing.assert_array_equal(x[key], y[key])
+        metas = [json.loads((r / "structures" / d / "meta.json").read_text()) for r in (ref, ix)]
+        assert metas[0].get("summaries") == metas[1].get("summaries")
+    results = []
+    for root in (ref, ix):
+        rag = RAG.open(root, embedder=HashEmbedder(32), create=False)
+        results.append(
+            [
+                [c.chunk_id for c in rag.query(q, method="e2graphrag", context_only=True).contexts]
+                for q in QUESTIONS
+            ]
+        )
+        rag.close()
+    assert results[0] == results[1]
