@@ -271,13 +271,16 @@ class G2ConS(G2ConSConcept):
         self.lam = lam
         self.second_k = second_k
 
+    def _kappa(self, index: IndexView) -> float:
+        if self.kappa is None:
+            return float(index.structure(STRUCTURE).meta["core"]["kappa"])
+        return check_fraction(self, "kappa", self.kappa)
+
     def core_mask(self, index: IndexView) -> np.ndarray:
         """Boolean mask of the core chunks (§3.2) for this variant and kappa."""
         state = self.state(index)
         data = index.structure(STRUCTURE)
-        kappa = float(
-            data.meta["core"]["kappa"] if self.kappa is None else check_fraction(self, "kappa", self.kappa)
-        )
+        kappa = self._kappa(index)
         key = f"{self._variant(data.meta)[0]}:core:{kappa}"
 
         def factory() -> np.ndarray:
@@ -300,9 +303,7 @@ class G2ConS(G2ConSConcept):
             per_chunk = max(1.0, float(np.median(n_tokens))) if len(n_tokens) else 1.0
             k = math.ceil(beta / per_chunk) + 1
             if self.core_only:
-                k = math.ceil(
-                    k / max(0.05, float(self.kappa or index.structure(STRUCTURE).meta["core"]["kappa"]))
-                )
+                k = math.ceil(k / max(0.05, self._kappa(index)))
         k = min(check_positive_int(self, "second_k", k), max(1, len(index.chunks)))
         sub = method.retrieve(index, question, QueryOptions(k=k, budget=Budget(beta)))
         if sub.items is not None:
