@@ -67,3 +67,17 @@ def test_vectors_and_structures_round_trip(tmp_path):
     back = load_structure(tmp_path, "s-1")
     np.testing.assert_array_equal(back.arrays["a"], np.arange(5))
     assert list(back.arrays["names"]) == ["x", "yy"] and back.meta == {"k": [1, 2]}
+
+
+def test_structure_dir_depends_on_settings_version_and_chunks():
+    from paretorag.structures import structure_dirname
+
+    base = structure_dirname("tree", "fp1", {"params": {"g": 5}}, 1)
+    assert base.startswith("tree-") and base == structure_dirname("tree", "fp1", {"params": {"g": 5}}, 1)
+    others = {
+        structure_dirname("tree", "fp1", {"params": {"g": 4}}, 1),
+        structure_dirname("tree", "fp1", {"params": {"g": 5}}, 2),
+        structure_dirname("tree", "fp2", {"params": {"g": 5}}, 1),
+        structure_dirname("tree", "fp1", {"params": {"g": 5}, "inputs": ["x-1"]}, 1),
+    }
+    assert base not in others and len(others) == 4

@@ -200,36 +200,40 @@ class IndexWriter:
     def _build_structures(self, chunks: ChunkTable, fp: str) -> dict[str, dict[str, Any]]:
         names = required_structures(self.manifest.config.methods)
         sdir = self.root / "structures"
+        builders = {name: BUILDERS[name]() for name in names}
+        dirnames: dict[str, str] = {}
+        for name in names:  # dependencies first, so their directories are known
+            b = builders[name]
+            settings = {"params": b.get_params(deep=False), "inputs": [dirnames[d] for d in b.requires]}
+            dirnames[name] = structure_dirname(name, fp, settings, b.version)
         done: dict[str, dict[str, Any]] = {}
         built: dict[str, StructureData] = {}
         pending = list(names)
         for name in names:  # finished by an earlier (interrupted) run: reuse
-            dirname = structure_dirname(name, fp)
-            if has_structure(sdir, dirname):
+            if has_structure(sdir, dirnames[name]):
+                built[name] = load_structure(sdir, dirnames[name])
                 prev = self.manifest.structures.get(name, {})
-                done[name] = prev if prev.get("dir") == dirname else {"dir": dirname, "reused": True}
-                built[name] = load_structure(sdir, dirname)
+                seconds = prev.get("seconds") if prev.get("dir") == dirnames[name] else None
+                done[name] = _structure_info(dirnames[name], built[name], seconds)
                 pending.remove(name)
         while pending:
             ready = [n for n in pending if all(d in built for d in BUILDERS[n].requires)]
             with ThreadPoolExecutor(max_workers=max(1, len(ready))) as pool:
-                results = list(pool.map(lambda n: self._build_one(n, chunks, built), ready))
+                results = list(pool.map(lambda n: self._build_one(builders[n], chunks, built), ready))
             for name, data, seconds in results:
-                dirname = structure_dirname(name, fp)
-                save_structure(sdir, dirname, data)
+                save_structure(sdir, dirnames[name], data)
                 built[name] = data
-                done[name] = {"dir": dirname, "seconds": round(seconds, 4), **data.meta.get("stats", {})}
+                done[name] = _structure_info(dirnames[name], data, seconds)
                 self.timings[f"build.{name}"] = seconds
                 pending.remove(name)
         return done
 
     def _build_one(
-        self, name: str, chunks: ChunkTable, built: dict[str, StructureData]
+        self, builder: Builder, chunks: ChunkTable, built: dict[str, StructureData]
     ) -> tuple[str, StructureData, float]:
-        builder: Builder = BUILDERS[name]()
         t0 = time.perf_counter()
         data = builder.build(_BuildContext(self, chunks, built))
-        return name, data, time.perf_counter() - t0
+        return builder.name, data, time.perf_counter() - t0
 
     def _collect_garbage(self, stem: str, structures: dict[str, dict[str, Any]]) -> None:
         vdir = self.root / "vectors"
@@ -242,6 +246,18 @@ class IndexWriter:
             for d in sdir.iterdir():
                 if d.name not in keep:
                     shutil.rmtree(d, ignore_errors=True)
+
+
+def _structure_info(dirname: str, data: StructureData, seconds: float | None) -> dict[str, Any]:
+    """What the manifest (and ``paretorag inspect``) shows of a structure."""
+    info: dict[str, Any] = {"dir": dirname}
+    if seconds is not None:
+        info["seconds"] = round(seconds, 4)
+    for key in ("summary", "stats"):
+        extra = data.meta.get(key)
+        if isinstance(extra, dict):
+            info.update(extra)
+    return info
 
 
 class LoadedIndex:
@@ -272,16 +288,20 @@ class LoadedIndex:
         self._tokenizer = tokenizer
         self._llm_for = llm_for
         self._memo: dict[str, Any] = {}
+        self._query_vectors: dict[str, FloatArray] = {}
         self._structures: dict[str, StructureData] = {}
 
     def embed_query(self, text: str) -> FloatArray:
-        key = f"query-vector:{text}"
-        if key not in self._memo:
-            if len(self._memo) > 4096:
-                self._memo.clear()
-            self._memo[key] = self._embedder.embed([text])[0]
-        vec: FloatArray = self._memo[key]
+        vec = self._query_vectors.get(text)
+        if vec is None:
+            if len(self._query_vectors) >= 4096:
+                self._query_vectors.clear()
+            vec = self._query_vectors[text] = self._embedder.embed([text])[0]
         return vec
+
+    def forget_queries(self) -> None:
+        """Drop memoized query vectors (so that timings include query embedding again)."""
+        self._query_vectors.clear()
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._cached_embedder.embed(texts)

@@ -6,6 +6,7 @@ so it either exists whole or not at all; the manifest names the ones in use.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,8 +19,19 @@ from .errors import IndexFormatError
 from .graphs.base import StructureData
 
 
-def structure_dirname(name: str, fingerprint: str) -> str:
-    return f"{name}-{fingerprint[:16]}"
+def structure_dirname(
+    name: str, fingerprint: str, settings: dict[str, Any] | None = None, version: int = 1
+) -> str:
+    """Directory of a structure: its name plus a hash of everything it was built from.
+
+    ``fingerprint`` identifies the chunk set; ``settings`` (the builder's parameters and
+    the directories of the structures it reads) and the builder's ``version`` make a
+    structure built with other settings or older code a different directory, never reused.
+    """
+    key = json.dumps(
+        {"chunks": fingerprint, "settings": settings or {}, "version": version}, sort_keys=True, default=str
+    )
+    return f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 def save_structure(root: Path, dirname: str, data: StructureData) -> Path:

@@ -248,6 +248,7 @@ def run_eval(
         base = base_ledger(index_dir, stats, built_now=fresh)
         for method in methods:
             set_seeds(seed)
+            rag.view.forget_queries()  # every method pays for its own query embedding
             results: list[QuestionResult] = []
             with progress.task(f"{ds.name} · {method}", total=len(ds.questions)) as bar:
                 for q in ds.questions:

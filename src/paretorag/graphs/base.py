@@ -66,6 +66,7 @@ class Builder(Params):
     name: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     uses_llm: ClassVar[bool] = False
+    version: ClassVar[int] = 1  # bump when the output of the same settings changes
 
     def build(self, ctx: BuildContext) -> StructureData:
         raise NotImplementedError
