@@ -107,3 +107,25 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     assert "make demo" in readme and "make test" in readme
     assert "paretorag index README.md docs" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_builder_settings_from_the_cli(tmp_path):
+    src = _corpus(tmp_path)
+    ix = tmp_path / "ix"
+    args = ["index", str(src), "--index", str(ix), "--embedder", "hash", "--methods", "e2graphrag"]
+    r = runner.invoke(app, [*args, "--set", "tree.g=3", "--set", "entity_graph.n_process=1"])
+    assert r.exit_code == 0, r.output
+    m = json.loads((ix / "manifest.json").read_text())
+    assert m["config"]["builders"] == {"tree": {"g": 3}, "entity_graph": {"n_process": 1}}
+    tree_dir = m["structures"]["tree"]["dir"]
+    graph_dir = m["structures"]["entity_graph"]["dir"]
+    # a runtime-only setting (processes) keeps the structure; an output setting rebuilds it
+    r = runner.invoke(app, [*args, "--set", "entity_graph.n_process=2", "--set", "tree.g=2"])
+    assert r.exit_code == 0, r.output
+    m = json.loads((ix / "manifest.json").read_text())
+    assert m["structures"]["entity_graph"]["dir"] == graph_dir
+    assert m["structures"]["tree"]["dir"] != tree_dir
+    r = runner.invoke(app, [*args, "--set", "tree.nope=1"])
+    assert r.exit_code == 2 and "no setting 'nope'" in r.output
+    r = runner.invoke(app, [*args, "--set", "tree"])
+    assert r.exit_code == 2 and "STRUCTURE.SETTING=VALUE" in r.output

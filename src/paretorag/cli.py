@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import ParetoragError
+from .errors import ConfigError, ParetoragError
 from .progress import RichProgress
 from .providers.llm import make_llm
 from .rag import RAG, IndexReport
@@ -28,6 +28,22 @@ IndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if 
 
 def _methods(value: str | None) -> list[str] | None:
     return [m.strip() for m in value.split(",") if m.strip()] if value else None
+
+
+def _builder_settings(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["tree.g=4", "entity_graph.labels=[\"PERSON\"]"]`` -> ``{"tree": {"g": 4}, ...}`` (values as JSON, else text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        structure, dot, name = key.partition(".")
+        if not (eq and dot and structure and name):
+            raise ConfigError(f"--set {item!r}: use STRUCTURE.SETTING=VALUE, e.g. --set tree.g=4")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(structure, {})[name] = value
+    return out
 
 
 def _fail(exc: ParetoragError) -> None:
@@ -61,6 +77,9 @@ def index(
     chunk_overlap: int | None = typer.Option(
         None, "--chunk-overlap", help="Overlap in tokens (default 100)."
     ),
+    settings: list[str] = typer.Option(
+        [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
+    ),
 ) -> None:
     """Index files and build the structures the methods need."""
     try:
@@ -72,6 +91,7 @@ def index(
                 embedder=embedder,
                 chunk_size=chunk_size,
                 chunk_overlap=chunk_overlap,
+                builders=_builder_settings(settings),
             ) as rag,
             RichProgress() as progress,
         ):

@@ -26,8 +26,8 @@ import numpy as np
 
 from .chunking import chunk_document
 from .errors import ConfigError, MissingStructureError
-from .graphs.base import BUILDERS, Builder, StructureData
-from .manifest import Manifest
+from .graphs.base import BUILDERS, Builder, StructureData, get_builder
+from .manifest import IndexConfig, Manifest
 from .methods.base import get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
@@ -94,6 +94,18 @@ def required_structures(methods: Sequence[str]) -> list[str]:
         for s in get_method(m).requires:
             visit(s, ())
     return order
+
+
+def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Builder], dict[str, str]]:
+    """Builders of the structures the configured methods need (dependencies first) and
+    the directory each output must have for this chunk set and these settings."""
+    builders: dict[str, Builder] = {}
+    dirnames: dict[str, str] = {}
+    for name in required_structures(config.methods):
+        b = builders[name] = get_builder(name, **config.builders.get(name, {}))
+        settings = {"params": b.identity(), "inputs": [dirnames[d] for d in b.requires]}
+        dirnames[name] = structure_dirname(name, fingerprint, settings, b.version)
+    return builders, dirnames
 
 
 class _BuildContext:
@@ -198,14 +210,9 @@ class IndexWriter:
         self._collect_garbage(stem, structures)
 
     def _build_structures(self, chunks: ChunkTable, fp: str) -> dict[str, dict[str, Any]]:
-        names = required_structures(self.manifest.config.methods)
+        builders, dirnames = structure_plan(self.manifest.config, fp)
+        names = list(builders)
         sdir = self.root / "structures"
-        builders = {name: BUILDERS[name]() for name in names}
-        dirnames: dict[str, str] = {}
-        for name in names:  # dependencies first, so their directories are known
-            b = builders[name]
-            settings = {"params": b.get_params(deep=False), "inputs": [dirnames[d] for d in b.requires]}
-            dirnames[name] = structure_dirname(name, fp, settings, b.version)
         done: dict[str, dict[str, Any]] = {}
         built: dict[str, StructureData] = {}
         pending = list(names)

@@ -29,6 +29,7 @@ class IndexConfig:
     chunk_size: int = 1200
     chunk_overlap: int = 100
     workers: int = 2
+    builders: dict[str, dict[str, Any]] = field(default_factory=dict)  # structure -> settings
 
     def validate(self) -> None:
         if self.chunk_size <= 0 or not 0 <= self.chunk_overlap < self.chunk_size:

@@ -21,7 +21,8 @@ from typing import Any
 from .answer import generate
 from .context import pack
 from .errors import ConfigError, IndexFormatError, QuestionError
-from .index import IndexWriter, LoadedIndex, required_structures
+from .graphs.base import get_builder
+from .index import IndexWriter, LoadedIndex, structure_plan
 from .ingest import Problem, read_paths
 from .manifest import FILENAME, IndexConfig, Manifest
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
@@ -91,6 +92,7 @@ class RAG:
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
         workers: int | None = None,
+        builders: dict[str, dict[str, Any]] | None = None,
         create: bool = True,
     ) -> RAG:
         """Open an index directory, creating it if needed.
@@ -111,6 +113,9 @@ class RAG:
             Tokens per chunk and overlap (default 1200 and 100); fixed once documents exist.
         workers : int, optional
             Processes/threads for builders (default 2).
+        builders : dict, optional
+            Settings of structure builders, e.g. ``{"tree": {"g": 4}}``; merged into the
+            index's configuration. Structures built with other settings are rebuilt.
         create : bool
             Create the index if it does not exist (otherwise raise).
         """
@@ -145,6 +150,12 @@ class RAG:
             cfg.chunk_size, cfg.chunk_overlap = new
         if workers is not None:
             cfg.workers = workers
+        if builders:
+            available_methods()  # importing the methods registers their builders
+        for bname, bsettings in (builders or {}).items():
+            merged = {**cfg.builders.get(bname, {}), **bsettings}
+            get_builder(bname, **merged)  # validates names and settings
+            cfg.builders[bname] = merged
         for m in methods or ([] if cfg.methods else ["vanilla"]):
             get_method(m)  # validates the name
             if m not in cfg.methods:
@@ -195,12 +206,13 @@ class RAG:
 
     # -- writing ---------------------------------------------------------------
     def _is_current(self) -> bool:
+        """True if the committed vectors and structures match the documents and settings."""
         m = self.manifest
-        if not m.vectors:
+        fp = self.store.chunk_table().fingerprint()
+        if not m.vectors or m.vectors != f"chunks-{fp[:16]}":
             return False
-        if m.vectors != f"chunks-{self.store.chunk_table().fingerprint()[:16]}":
-            return False
-        return all(s in m.structures for s in required_structures(m.config.methods))
+        _, dirnames = structure_plan(m.config, fp)
+        return all(m.structures.get(name, {}).get("dir") == d for name, d in dirnames.items())
 
     def index(
         self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None

@@ -67,6 +67,13 @@ class Builder(Params):
     requires: ClassVar[tuple[str, ...]] = ()
     uses_llm: ClassVar[bool] = False
     version: ClassVar[int] = 1  # bump when the output of the same settings changes
+    # settings that change how a structure is built but not what is built (processes,
+    # batch sizes, concurrency): left out of the structure's identity, so no rebuild
+    runtime_params: ClassVar[tuple[str, ...]] = ()
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that define the output (``get_params`` minus ``runtime_params``)."""
+        return {k: v for k, v in self.get_params(deep=False).items() if k not in self.runtime_params}
 
     def build(self, ctx: BuildContext) -> StructureData:
         raise NotImplementedError
@@ -84,11 +91,12 @@ def register_builder(cls: type[Builder]) -> type[Builder]:
 
 
 def get_builder(name: str, **params: Any) -> Builder:
+    """A builder by registered name; unknown settings raise ConfigError listing the valid ones."""
     try:
         cls = BUILDERS[name]
     except KeyError:
         raise ConfigError(f"unknown structure {name!r}; known: {sorted(BUILDERS)}") from None
-    return cls(**params)
+    return cls().set_params(**params)
 
 
 BuilderFactory = Callable[..., Builder]

@@ -176,6 +176,7 @@ class EntityGraph(Builder):
     """
 
     name = "entity_graph"
+    runtime_params = ("n_process", "batch_size")
     requires = ()
     uses_llm = False
 

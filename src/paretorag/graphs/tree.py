@@ -190,6 +190,7 @@ class SummaryTree(Builder):
     """
 
     name = "tree"
+    runtime_params = ("max_concurrency",)
     requires = ()
     uses_llm = True
 
