@@ -11,7 +11,6 @@ Example
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from .index import IndexWriter, LoadedIndex, structure_plan
 from .ingest import Problem, read_paths
 from .manifest import FILENAME, IndexConfig, Manifest
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
-from .progress import NullProgress, Progress
+from .progress import Progress
 from .providers.base import LLM, Embedder, Tokenizer
 from .providers.embedders import RegexTokenizer, make_embedder
 from .providers.llm import make_llm
@@ -34,7 +33,6 @@ from .providers.wrappers import CachedLLM, CountingLLM
 from .store import Store
 from .types import Answer, Budget, Citation, ContextItem, Document, Usage
 
-log = logging.getLogger(__name__)
 MAX_QUESTION_CHARS = 10_000
 
 
@@ -439,7 +437,3 @@ class RAG:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def default_progress() -> Progress:
-    return NullProgress()

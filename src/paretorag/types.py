@@ -9,7 +9,7 @@ concepts) have their own row spaces, named by ``Scored.kind``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,11 +269,6 @@ class Answer:
         }
 
 
-def as_list(values: Iterable[str] | str) -> list[str]:
-    """Accept one string or an iterable of strings."""
-    return [values] if isinstance(values, str) else list(values)
-
-
 __all__ = [
     "Answer",
     "Budget",
@@ -287,5 +282,4 @@ __all__ = [
     "Scored",
     "StageUsage",
     "Usage",
-    "as_list",
 ]

@@ -8,7 +8,6 @@ methods list the structures they ``require`` and ``index`` builds only those.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -97,6 +96,3 @@ def get_builder(name: str, **params: Any) -> Builder:
     except KeyError:
         raise ConfigError(f"unknown structure {name!r}; known: {sorted(BUILDERS)}") from None
     return cls().set_params(**params)
-
-
-BuilderFactory = Callable[..., Builder]
