@@ -26,14 +26,14 @@ import numpy as np
 
 from .chunking import chunk_document
 from .errors import ConfigError, MissingStructureError
-from .graphs.base import BUILDERS, Builder, StructureData, get_builder
+from .graphs.base import Builder, builder_class, get_builder
 from .manifest import IndexConfig, Manifest
 from .methods.base import get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
-from .structures import has_structure, load_structure, save_structure, structure_dirname
+from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
 from .types import ContextItem, Document, FloatArray, Scored, Usage
 from .vectors import VectorIndex
 
@@ -84,9 +84,7 @@ def required_structures(methods: Sequence[str]) -> list[str]:
             return
         if name in trail:
             raise ConfigError(f"structure dependency cycle: {' -> '.join((*trail, name))}")
-        if name not in BUILDERS:
-            raise ConfigError(f"no builder registered for structure {name!r}")
-        for dep in BUILDERS[name].requires:
+        for dep in builder_class(name).requires:
             visit(dep, (*trail, name))
         order.append(name)
 
@@ -224,7 +222,7 @@ class IndexWriter:
                 done[name] = _structure_info(dirnames[name], built[name], seconds)
                 pending.remove(name)
         while pending:
-            ready = [n for n in pending if all(d in built for d in BUILDERS[n].requires)]
+            ready = [n for n in pending if all(d in built for d in builder_class(n).requires)]
             with ThreadPoolExecutor(max_workers=max(1, len(ready))) as pool:
                 results = list(pool.map(lambda n: self._build_one(builders[n], chunks, built), ready))
             for name, data, seconds in results:

@@ -56,7 +56,7 @@ def method_index_cost(method: str, stats: dict[str, Any], base: dict[str, float]
     no built structure claims is charged to every method that needs an LLM-built
     structure.
     """
-    from ..graphs.base import BUILDERS
+    from ..graphs.base import builder_class
     from ..index import required_structures
 
     built = dict(stats.get("structures", {}))
@@ -64,7 +64,7 @@ def method_index_cost(method: str, stats: dict[str, Any], base: dict[str, float]
     seconds = dict(base)
     for s in mine:
         seconds[f"build.{s}"] = round(float(built.get(s, {}).get("seconds", 0.0)), 4)
-    uses_llm = any(getattr(BUILDERS.get(s), "uses_llm", False) for s in mine)
+    uses_llm = any(builder_class(s).uses_llm for s in mine)
     index_usage = Usage.from_json({k: v for k, v in stats.get("usage", {}).items() if k.startswith("index")})
     usage = Usage()
     for stage, stage_usage in index_usage.stages.items():

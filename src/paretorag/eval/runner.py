@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..methods import METHODS, Retrieval
+from ..methods import Retrieval, get_method
 from ..progress import NullProgress, Progress
 from ..rag import RAG
 from ..types import ContextItem, Usage
@@ -126,7 +126,7 @@ def _retrieved_doc_ids(rag: RAG, retrieval: Retrieval, items: list[ContextItem])
 
 
 def _summarize(
-    results: list[QuestionResult], ds: Dataset, retrieval_only: bool, method_cls: Any
+    results: list[QuestionResult], ds: Dataset, retrieval_only: bool, method: Any
 ) -> dict[str, Any]:
     """Per-method metrics, latency and per-query LLM cost."""
     names: list[str] = []
@@ -159,8 +159,8 @@ def _summarize(
             "completion_tokens_per_query": round(total.completion_tokens / n, 1),
             "stages": query_usage.to_json(),
         },
-        "uses_llm": bool(getattr(method_cls, "uses_llm", False)),
-        "paper": str(getattr(method_cls, "paper", "")),
+        "uses_llm": bool(getattr(method, "uses_llm", False)),
+        "paper": str(getattr(method, "paper", "")),
         "peak_rss_mb": peak_rss_mb(),
     }
 
@@ -254,7 +254,7 @@ def run_eval(
                 for q in ds.questions:
                     results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k))
                     bar.advance()
-            summary = _summarize(results, ds, retrieval_only, METHODS.get(method))
+            summary = _summarize(results, ds, retrieval_only, get_method(method))
             summary["index_cost"] = method_index_cost(method, stats, base)
             per_method[method] = summary
             questions[method] = [r.record for r in results]

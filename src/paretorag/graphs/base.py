@@ -8,26 +8,16 @@ methods list the structures they ``require`` and ``index`` builds only those.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import numpy as np
-
 from ..errors import ConfigError
-from ..operators.base import Params
+from ..params import Params
+from ..structures import StructureData
 
 if TYPE_CHECKING:
     from ..progress import Progress
     from ..providers.base import LLM, Embedder, Tokenizer
     from ..store import ChunkTable
-
-
-@dataclass
-class StructureData:
-    """A built structure: named arrays plus JSON metadata (id maps, settings, stats)."""
-
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class BuildContext(Protocol):
@@ -89,10 +79,25 @@ def register_builder(cls: type[Builder]) -> type[Builder]:
     return cls
 
 
-def get_builder(name: str, **params: Any) -> Builder:
-    """A builder by registered name; unknown settings raise ConfigError listing the valid ones."""
+def builder_class(name: str) -> type[Builder]:
+    """The registered builder class of structure ``name`` (ConfigError listing the known ones)."""
+    from . import load_builders
+
+    load_builders()
     try:
-        cls = BUILDERS[name]
+        return BUILDERS[name]
     except KeyError:
         raise ConfigError(f"unknown structure {name!r}; known: {sorted(BUILDERS)}") from None
-    return cls().set_params(**params)
+
+
+def available_builders() -> list[str]:
+    """Names of every registered structure builder."""
+    from . import load_builders
+
+    load_builders()
+    return sorted(BUILDERS)
+
+
+def get_builder(name: str, **params: Any) -> Builder:
+    """A builder by registered name; unknown settings raise ConfigError listing the valid ones."""
+    return builder_class(name)().set_params(**params)

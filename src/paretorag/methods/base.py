@@ -1,123 +1,106 @@
-"""Methods: named compositions of operators (unified framework §3 stage 4).
+"""Methods: named compositions of operators (unified framework §3 stage 4, §6.2).
 
 A method declares the structures it ``requires`` and whether it ``uses_llm`` at
 query time besides the answer, and implements ``retrieve``: question -> a
-:class:`Retrieval` over chunk rows. Context packing under the token budget and
-generation with citations are shared (:mod:`paretorag.context`,
-:mod:`paretorag.answer`).
+:class:`Retrieval` over chunk rows. Most methods are a :class:`~paretorag.methods.pipeline.Pipeline`
+of registered operators; those whose control flow is not a line (E2GraphRAG's
+routing, G2ConS's dual path, agent loops) override ``retrieve`` and still call
+registered operators. Context packing under the token budget and generation with
+citations are shared (:mod:`paretorag.context`, :mod:`paretorag.answer`).
+
+A *preset* is a registered name for a parameter setting of a method (E2GraphRAG's
+Table 3 ablations): ``get_method("e2graphrag-dense-only")`` is
+``E2GraphRAG(dense_only=True)`` under that name, not a generated class.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
-
-import numpy as np
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
-from ..operators.base import Params
-from ..types import Budget, ContextItem, FloatArray, Scored, Usage
-
-if TYPE_CHECKING:
-    from ..graphs.base import StructureData
-    from ..providers.base import LLM
-    from ..store import ChunkTable
-
-
-class IndexView(Protocol):
-    """The read side of a loaded index, as methods see it."""
-
-    chunks: ChunkTable
-
-    def embed_query(self, text: str) -> FloatArray:
-        """Normalized query vector (1-d)."""
-        ...
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Normalized vectors (2-d), cached by text hash."""
-        ...
-
-    def dense_search(self, query_vector: FloatArray, k: int) -> Scored:
-        """Exact inner-product top-k over chunk vectors."""
-        ...
-
-    def structure(self, name: str) -> StructureData:
-        """A built structure; raises MissingStructureError naming the fix."""
-        ...
-
-    def cached(self, key: str, factory: Any) -> Any:
-        """Per-index memo for objects derived from structures (graphs, matrices)."""
-        ...
-
-    def llm(self, stage: str) -> LLM: ...
-
-    def count_tokens(self, text: str) -> int: ...
-
-    def chunk_item(self, row: int, score: float) -> ContextItem:
-        """The context item of chunk ``row`` (for methods that build ``Retrieval.items``)."""
-        ...
-
-
-@dataclass(frozen=True)
-class QueryOptions:
-    """Per-query options (frozen). ``k`` overrides the method's own default when set."""
-
-    k: int | None = None
-    budget: Budget = field(default_factory=Budget)
-    context_only: bool = False
-
-
-@dataclass
-class Retrieval:
-    """What a method retrieves: chunk rows (best first), the mode and branch taken.
-
-    ``items`` (optional) are the ordered context items to pack when they are not
-    plain chunks (tree summaries, merged evidence); ``context_text`` replaces the
-    default numbered-passage formatting when the method has its own evidence format.
-    """
-
-    scored: Scored
-    mode: str = "dense"
-    branch: str = ""
-    items: list[ContextItem] | None = None
-    context_text: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)  # LLM calls made while retrieving (set by RAG)
+from ..params import Params
+from ..query import IndexView, QueryOptions, Retrieval
 
 
 class Method(Params):
-    """Base class of retrieval methods (see module docstring)."""
+    """Base class of retrieval methods (see module docstring).
 
-    name: ClassVar[str] = ""
-    requires: ClassVar[tuple[str, ...]] = ()
-    uses_llm: ClassVar[bool] = False
+    ``name`` is the registered name (a preset's instance carries the preset's name);
+    non-pipeline methods list their ``structures`` and set ``query_llm`` when they
+    call the LLM while retrieving.
+    """
+
+    name: str = ""
     paper: ClassVar[str] = ""
+    structures: ClassVar[tuple[str, ...]] = ()
+    query_llm: ClassVar[bool] = False
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """Structures this method reads (``index`` builds them)."""
+        return self.structures
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether retrieval calls the LLM (besides the answer)."""
+        return self.query_llm
 
     def retrieve(self, index: IndexView, question: str, options: QueryOptions) -> Retrieval:
         raise NotImplementedError
 
+    def describe(self) -> dict[str, Any]:
+        """What ``paretorag methods`` prints."""
+        return {
+            "name": self.name,
+            "paper": self.paper,
+            "requires": list(self.requires),
+            "uses_llm": self.uses_llm,
+            "params": {
+                k: v for k, v in self.get_params(deep=False).items() if isinstance(v, str | int | float | bool | None)
+            },
+        }
 
-METHODS: dict[str, type[Method]] = {}
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its class and, for a preset, the settings it fixes."""
+
+    cls: type[Method]
+    preset: dict[str, Any] = field(default_factory=dict)
+    doc: str = ""
+
+
+METHODS: dict[str, MethodSpec] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
     """Class decorator adding a method to the registry under ``cls.name``."""
     if not cls.name:
         raise ConfigError(f"method {cls.__name__} has no name")
-    METHODS[cls.name] = cls
+    METHODS[cls.name] = MethodSpec(cls, {}, (cls.__doc__ or "").strip().split("\n", 1)[0])
     return cls
 
 
+def register_preset(name: str, cls: type[Method], doc: str, **preset: Any) -> None:
+    """Register ``name`` as ``cls`` with the settings ``preset`` (an ablation, a variant)."""
+    cls().set_params(**preset)  # validates the setting names
+    METHODS[name] = MethodSpec(cls, dict(preset), doc)
+
+
 def get_method(name: str, **params: Any) -> Method:
-    """A fresh method instance by registered name."""
+    """A fresh method instance by registered name, with ``params`` set."""
     from . import _load_all
 
     _load_all()
     try:
-        cls = METHODS[name]
+        spec = METHODS[name]
     except KeyError:
         raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}") from None
-    return cls(**params)
+    method = spec.cls()
+    method.set_params(**{**spec.preset, **params})
+    method.name = name
+    return method
 
 
 def available_methods() -> list[str]:
@@ -125,3 +108,17 @@ def available_methods() -> list[str]:
 
     _load_all()
     return sorted(METHODS)
+
+
+__all__ = [
+    "METHODS",
+    "IndexView",
+    "Method",
+    "MethodSpec",
+    "QueryOptions",
+    "Retrieval",
+    "available_methods",
+    "get_method",
+    "register",
+    "register_preset",
+]

@@ -1,100 +1,122 @@
-"""Estimator-like operators (unified framework, §3 stage 3 "operator configuration").
+"""The operator contract (unified framework §6.1-6.2) and the operator registry.
 
-An operator takes keyword-only settings, stores them unchanged in ``__init__`` and
-validates them on first use (scikit-learn's convention). ``get_params`` /
-``set_params`` / ``clone`` come from this base class; nested parameters are
-addressed as ``step__param`` by :class:`paretorag.methods.base.Method`.
+Every retrieval operator is called the same way::
+
+    scored = op(index, state)          # -> Scored, also stored in state.results[op.produces]
+
+Settings are keyword-only ``__init__`` parameters, stored unchanged and validated on
+first use (scikit-learn's convention, :class:`paretorag.params.Params`). Each operator
+class declares
+
+- ``name``: its registry name, ``"<kind>.<operator>"`` as in Table 3 (``"node.ppr"``);
+- ``kind``: the Table 3 column (node, relationship, chunk, subgraph, community) or the
+  paper's own family (``e2graphrag``, ``g2cons``);
+- ``produces``: the result key it writes (``"entity"``, ``"relation"``, ``"chunk"``...);
+- ``consumes``: result keys it reads (earlier steps must produce them);
+- ``structures``: the index structures it always reads (``requires`` adds the
+  ``graph`` setting of operators that work on any graph);
+- ``uses_llm``: whether it calls the LLM (checked by the conformance suite);
+- ``paper``: where it is specified.
+
+Register a class with :func:`register_operator`; list them with
+:func:`available_operators`. Modules are loaded in one place
+(:data:`paretorag.operators._MODULES`).
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
+from ..params import Params, check_fraction, check_nonneg_int, check_positive_int
+from ..query import State
+from ..types import Scored
 
-T = TypeVar("T", bound="Params")
-
-
-class Params:
-    """Keyword settings with ``get_params`` / ``set_params`` / ``clone``.
-
-    Subclasses declare their settings as keyword-only ``__init__`` parameters and
-    store each unchanged on ``self`` under the same name.
-    """
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return sorted(
-            p.name
-            for p in sig.parameters.values()
-            if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Settings as a dict (``deep`` adds ``name__param`` entries of nested Params)."""
-        out: dict[str, Any] = {}
-        for name in self._param_names():
-            value = getattr(self, name)
-            out[name] = value
-            if deep and isinstance(value, Params):
-                for sub, v in value.get_params(deep=True).items():
-                    out[f"{name}__{sub}"] = v
-        return out
-
-    def set_params(self: T, **params: Any) -> T:
-        """Change settings in place; ``name__param`` reaches into nested Params."""
-        valid = set(self._param_names())
-        nested: dict[str, dict[str, Any]] = {}
-        for key, value in params.items():
-            head, _, rest = key.partition("__")
-            if head not in valid:
-                raise ConfigError(
-                    f"{type(self).__name__} has no setting {head!r}; valid settings: {sorted(valid)}"
-                )
-            if rest:
-                nested.setdefault(head, {})[rest] = value
-            else:
-                setattr(self, head, value)
-        for head, sub in nested.items():
-            target = getattr(self, head)
-            if not isinstance(target, Params):
-                raise ConfigError(f"{type(self).__name__}.{head} has no nested settings")
-            target.set_params(**sub)
-        return self
-
-    def clone(self: T) -> T:
-        """A fresh copy with the same settings."""
-        return copy.deepcopy(self)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
-        return f"{type(self).__name__}({args})"
+if TYPE_CHECKING:
+    from ..query import IndexView
 
 
 class Operator(Params):
-    """A retrieval step (unified framework §6). Subclasses implement ``__call__``.
+    """Base class of retrieval operators (see the module docstring)."""
 
-    ``requires`` names the index structures the operator reads.
-    """
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    produces: ClassVar[str] = ""
+    consumes: ClassVar[tuple[str, ...]] = ()
+    structures: ClassVar[tuple[str, ...]] = ()
+    uses_llm: ClassVar[bool] = False
+    paper: ClassVar[str] = ""
 
-    requires: tuple[str, ...] = ()
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """Structures read: the fixed ``structures`` plus the ``graph`` setting, if any."""
+        graph = getattr(self, "graph", None)
+        extra = (graph,) if isinstance(graph, str) and graph else ()
+        return tuple(dict.fromkeys((*self.structures, *extra)))
+
+    def __call__(self, index: IndexView, state: State) -> Scored:
+        """Run on ``state``, store the result under ``produces`` and return it."""
+        return state.put(self.produces, self.run(index, state))
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What ``paretorag operators`` prints."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "produces": self.produces,
+            "consumes": list(self.consumes),
+            "requires": list(self.requires),
+            "uses_llm": self.uses_llm,
+            "paper": self.paper,
+            "params": {k: v for k, v in self.get_params(deep=False).items()},
+        }
 
 
-def check_positive_int(owner: object, name: str, value: object) -> int:
-    """Validate a positive integer setting, naming the owner in the error."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a positive integer, got {value!r}")
-    return value
+OPERATORS: dict[str, type[Operator]] = {}
 
 
-def check_fraction(owner: object, name: str, value: object, *, closed: bool = True) -> float:
-    """Validate a setting in [0, 1]."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a number, got {value!r}")
-    v = float(value)
-    if not (0.0 <= v <= 1.0) or (not closed and v in (0.0, 1.0)):
-        raise ConfigError(f"{type(owner).__name__}.{name} must lie in [0, 1], got {value!r}")
-    return v
+def register_operator(cls: type[Operator]) -> type[Operator]:
+    """Class decorator adding an operator to the registry under ``cls.name``."""
+    if not cls.name or not cls.produces:
+        raise ConfigError(f"operator {cls.__name__} needs a name and what it produces")
+    OPERATORS[cls.name] = cls
+    return cls
+
+
+def operator_class(name: str) -> type[Operator]:
+    from . import load_operators
+
+    load_operators()
+    try:
+        return OPERATORS[name]
+    except KeyError:
+        raise ConfigError(f"unknown operator {name!r}; available: {', '.join(sorted(OPERATORS))}") from None
+
+
+def get_operator(name: str, **params: Any) -> Operator:
+    """A fresh operator by registered name, with ``params`` set."""
+    return operator_class(name)().set_params(**params)
+
+
+def available_operators() -> list[str]:
+    from . import load_operators
+
+    load_operators()
+    return sorted(OPERATORS)
+
+
+__all__ = [
+    "OPERATORS",
+    "Operator",
+    "Params",
+    "available_operators",
+    "check_fraction",
+    "check_nonneg_int",
+    "check_positive_int",
+    "get_operator",
+    "operator_class",
+    "register_operator",
+]
