@@ -28,12 +28,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
+from ..graph import Graph
 from ..params import Params, check_fraction, check_nonneg_int, check_positive_int
 from ..query import State
+from ..structures import graph_from_structure
 from ..types import Scored
 
 if TYPE_CHECKING:
     from ..query import IndexView
+
+
+def load_graph(index: IndexView, name: str) -> Graph:
+    """The :class:`~paretorag.graph.Graph` of structure ``name``, loaded once per index."""
+    graph: Graph = index.cached(f"graph:{name}", lambda: graph_from_structure(index.structure(name)))
+    return graph
 
 
 class Operator(Params):
@@ -117,6 +125,7 @@ __all__ = [
     "check_nonneg_int",
     "check_positive_int",
     "get_operator",
+    "load_graph",
     "operator_class",
     "register_operator",
 ]
