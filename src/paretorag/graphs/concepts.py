@@ -15,30 +15,36 @@ the stored ingredients without re-indexing):
 4. PageRank over the graph, chunks ranked by their concepts, the top kappa kept as core
    chunks ("Core Chunk Selection", :mod:`paretorag.operators.concepts`).
 
-Stored arrays (``structures/concept_graph/arrays.npz``): ``concepts`` (unicode),
-``concept_vectors`` (Eq. 1 means, float32), ``concept_chunks_{indptr,indices}`` (concept x
-chunk CSR), ``sent_{indptr,indices}`` and ``sent_chunk`` (sentence x concept CSR and the
-chunk of each sentence), ``adj_{indptr,indices,data}`` (concept x concept, Dice weights),
-``pagerank``, ``chunk_score`` and ``core_rows`` (core chunks best first; ``meta["core"]``).
+Stored as a :class:`~paretorag.graph.Graph` (kinds ``"concept"``; ``adjacency``: Dice
+weights; ``node_chunks``: concept x chunk incidence; ``node_vectors``: the normalized
+Eq. 1 vectors) plus the builder's own arrays: ``sent_{indptr,indices,data}`` and
+``sent_chunk`` (sentence x concept CSR and the chunk of each sentence), ``pagerank``,
+``chunk_score`` and ``core_rows`` (core chunks best first; ``meta["core"]``).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..operators.base import check_fraction, check_positive_int
-from ..operators.concepts import ConceptGraphArrays, chunk_scores, pagerank, select_core
+from ..graph import Graph
+from ..kernels import normalize_rows, pagerank
+from ..params import check_fraction, check_positive_int
+from ..structures import graph_to_structure
 from ..textutil import split_sentences
 from ..types import FloatArray, IntArray
 from .base import BuildContext, Builder, StructureData, register_builder
 
 if TYPE_CHECKING:
     from ..store import ChunkTable
+
+F64 = npt.NDArray[np.float64]
 
 # Words of two or more characters starting with a letter: numbers ("1990", "875") are
 # never concepts; tokens longer than 40 characters (URLs, garbage) are dropped.
@@ -155,13 +161,6 @@ def mean_vectors(incidence: sp.csr_matrix, unit_vectors: np.ndarray) -> FloatArr
     return sums
 
 
-def normalize_rows(x: np.ndarray) -> FloatArray:
-    """L2-normalized float32 rows (zero rows stay zero)."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.asarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
-
-
 def concept_edges(
     incidence: sp.csr_matrix,
     vectors: FloatArray | None,
@@ -229,30 +228,45 @@ def concept_edges(
     return adj
 
 
-def _csr(
-    arrays: dict[str, np.ndarray], prefix: str, shape: tuple[int, int], data: bool = False
-) -> sp.csr_matrix:
-    indices = arrays[f"{prefix}_indices"]
-    values = arrays[f"{prefix}_data"] if data else np.ones(indices.size, np.float32)
-    return sp.csr_matrix((values, indices, arrays[f"{prefix}_indptr"]), shape=shape)
+def chunk_scores(chunk_concepts: sp.csr_matrix, concept_scores: F64, aggregate: str = "sum") -> F64:
+    """Rank chunks "based on which concepts they are associated with" (§3.2).
+
+    ``aggregate`` is ``"sum"`` (the PageRank mass of the chunk's concepts: the default),
+    ``"max"`` or ``"mean"``. Chunks without concepts score 0.
+    """
+    m = sp.csr_matrix(chunk_concepts, dtype=np.float64)
+    if aggregate == "sum":
+        return np.asarray(m @ concept_scores, dtype=np.float64).ravel()
+    if aggregate == "mean":
+        counts = np.diff(m.indptr)
+        total = np.asarray(m @ concept_scores, dtype=np.float64).ravel()
+        return np.divide(total, counts, out=np.zeros_like(total), where=counts > 0)
+    if aggregate == "max":
+        weighted = sp.csr_matrix(m.multiply(concept_scores[np.newaxis, :]))
+        return np.asarray(weighted.max(axis=1).toarray(), dtype=np.float64).ravel()
+    raise ConfigError(f"aggregate must be 'sum', 'mean' or 'max', got {aggregate!r}")
 
 
-def load_graph(data: StructureData) -> ConceptGraphArrays:
-    """The stored graph as retrieval reads it (normalized vectors, CSR matrices)."""
-    a = data.arrays
-    n_concepts, n_chunks = int(data.meta["n_concepts"]), int(data.meta["n_chunks"])
-    return ConceptGraphArrays(
-        vectors=normalize_rows(a["concept_vectors"]),
-        adjacency=_csr(a, "adj", (n_concepts, n_concepts), data=True),
-        concept_chunks=_csr(a, "concept_chunks", (n_concepts, n_chunks)),
-    )
+def select_core(scores: F64, kappa: float) -> IntArray:
+    """The top ``ceil(kappa * n)`` rows by score, best first (ties by row), §3.2."""
+    if not 0.0 <= kappa <= 1.0:
+        raise ConfigError(f"kappa (the core-chunk fraction) must lie in [0, 1], got {kappa!r}")
+    k = float(kappa)
+    n = int(scores.size)
+    keep = min(n, math.ceil(k * n - 1e-9))
+    order = np.lexsort((np.arange(n), -scores))
+    return np.asarray(order[:keep], dtype=np.int64)
 
 
 def load_sentences(data: StructureData) -> tuple[sp.csr_matrix, IntArray]:
     """The stored sentence x concept incidence and the chunk row of each sentence."""
     a = data.arrays
     chunk_of = np.asarray(a["sent_chunk"], dtype=np.int64)
-    return _csr(a, "sent", (chunk_of.size, int(data.meta["n_concepts"]))), chunk_of
+    indices = a["sent_indices"]
+    shape = (chunk_of.size, int(data.meta["n_concepts"]))
+    return sp.csr_matrix(
+        (np.ones(indices.size, np.float32), indices, a["sent_indptr"]), shape=shape
+    ), chunk_of
 
 
 @register_builder
@@ -283,6 +297,7 @@ class ConceptGraph(Builder):
     """
 
     name = "concept_graph"
+    version = 2  # stored as the one graph value
     requires = ()
     uses_llm = False
 
@@ -363,20 +378,17 @@ class ConceptGraph(Builder):
         core = select_core(scores, self.kappa)
         timings["pagerank_s"] = time.perf_counter() - t0
 
-        concept_chunks = sp.csr_matrix(chunk_concepts.T)
-        concept_chunks.sort_indices()
-        width = max((len(c) for c in concepts), default=1)
+        graph = Graph(
+            names=list(concepts),
+            kinds=["concept"] * len(concepts),
+            adjacency=adj,
+            node_chunks=sp.csr_matrix(chunk_concepts.T, dtype=np.float32),
+            node_vectors=normalize_rows(concept_vectors),
+        )
         arrays = {
-            "concepts": np.asarray(concepts, dtype=f"<U{width}"),
-            "concept_vectors": concept_vectors,
-            "concept_chunks_indptr": concept_chunks.indptr.astype(np.int64),
-            "concept_chunks_indices": concept_chunks.indices.astype(np.int32),
             "sent_indptr": sent_inc.indptr.astype(np.int64),
             "sent_indices": sent_inc.indices.astype(np.int32),
             "sent_chunk": sent_chunk,
-            "adj_indptr": adj.indptr.astype(np.int64),
-            "adj_indices": adj.indices.astype(np.int32),
-            "adj_data": adj.data.astype(np.float32),
             "pagerank": pr,
             "chunk_score": scores,
             "core_rows": core,
@@ -399,4 +411,4 @@ class ConceptGraph(Builder):
                 "core_chunks": f"{core.size}/{len(chunks)} (kappa {self.kappa}, array core_rows)",
             },
         }
-        return StructureData(arrays=arrays, meta=meta)
+        return graph_to_structure(graph, meta=meta, arrays=arrays)

@@ -11,10 +11,11 @@ over all sentences of the corpus. Two indexes bridge the graph and the tree:
   number of occurrences per chunk (Occurrence Ranking needs the counts, §3.2);
 - chunk -> entity ``I_c->e``: its transpose (Entity-Aware Ranking, §3.2).
 
-Stored as CSR arrays (``adj_*``: the symmetric adjacency, no self-loops; ``occ_*``:
-entities x chunks counts) plus the entity names as one UTF-8 array; the transpose
-and the connected components are derived at load time (:class:`EntityGraphArrays`).
-Vertex ids are the names in sorted order, so a build is deterministic.
+The result is a :class:`~paretorag.graph.Graph` (kinds ``"entity"``; ``adjacency``: the
+symmetric co-occurrence counts, no self-loops; ``node_chunks``: entities x chunks
+occurrence counts), stored with :func:`~paretorag.structures.graph_to_structure`; the
+transpose and the connected components are derived on load. Vertex ids are the names
+in sorted order, so a build is deterministic.
 """
 
 from __future__ import annotations
@@ -22,70 +23,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import ConfigError
-from ..operators.base import check_positive_int
+from ..graph import Graph
+from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
+from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
-from .tree import pack_texts, unpack_texts
 
 
-@dataclass(frozen=True)
-class EntityGraphArrays:
-    """A loaded entity graph: names, adjacency and both indexes (all scipy CSR).
-
-    Attributes
-    ----------
-    names : list of str
-        Vertex names (normalized entity terms), sorted; row ``i`` of every matrix.
-    ids : dict
-        Name -> vertex id.
-    adjacency : scipy.sparse.csr_matrix
-        Symmetric, weight = sentence co-occurrence count.
-    entity_chunks : scipy.sparse.csr_matrix
-        Entities x chunks, occurrence counts (``I_e->c``).
-    chunk_entities : scipy.sparse.csr_matrix
-        Chunks x entities, its transpose (``I_c->e``).
-    component : numpy.ndarray
-        Connected-component label per vertex (distinct labels: no path).
-    """
-
-    names: list[str]
-    ids: dict[str, int]
-    adjacency: sp.csr_matrix
-    entity_chunks: sp.csr_matrix
-    chunk_entities: sp.csr_matrix
-    component: np.ndarray
-
-    @property
-    def n_entities(self) -> int:
-        return len(self.names)
-
-    @classmethod
-    def from_structure(cls, data: StructureData) -> EntityGraphArrays:
-        a = data.arrays
-        names = unpack_texts(a["names_utf8"], a["names_offsets"])
-        n_ent, n_chunks = len(names), int(data.meta["n_chunks"])
-        adj = sp.csr_matrix((a["adj_weights"], a["adj_indices"], a["adj_indptr"]), shape=(n_ent, n_ent))
-        occ = sp.csr_matrix((a["occ_counts"], a["occ_indices"], a["occ_indptr"]), shape=(n_ent, n_chunks))
-        _, labels = connected_components(adj, directed=False)
-        return cls(
-            names=names,
-            ids={name: i for i, name in enumerate(names)},
-            adjacency=adj,
-            entity_chunks=occ,
-            chunk_entities=occ.T.tocsr(),
-            component=labels.astype(np.int32),
-        )
-
-
-def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: int) -> dict[str, np.ndarray]:
+def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: int) -> Graph:
     """The graph and entity -> chunk index from entity terms per sentence per chunk (§3.1).
 
     Parameters
@@ -98,11 +49,10 @@ def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: 
 
     Returns
     -------
-    dict of numpy.ndarray
-        ``names_utf8``/``names_offsets`` (sorted names), ``adj_indptr``/``adj_indices``/
-        ``adj_weights`` (symmetric CSR, weight = number of sentences in which the two
-        entities co-occur) and ``occ_indptr``/``occ_indices``/``occ_counts``
-        (entities x chunks CSR of occurrence counts).
+    Graph
+        Sorted entity names; ``adjacency``: symmetric int32 CSR, weight = number of
+        sentences in which the two entities co-occur; ``node_chunks``: entities x chunks
+        int32 occurrence counts.
     """
     vocab: dict[str, int] = {}
     ment_ent: list[int] = []
@@ -142,17 +92,12 @@ def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: 
         shape=(n_ent, n_ent),
     ).tocsr()
     adj.sum_duplicates()
-    blob, offsets = pack_texts(names)
-    return {
-        "names_utf8": blob,
-        "names_offsets": offsets,
-        "adj_indptr": adj.indptr.astype(np.int64),
-        "adj_indices": adj.indices.astype(np.int32),
-        "adj_weights": adj.data.astype(np.int32),
-        "occ_indptr": occ.indptr.astype(np.int64),
-        "occ_indices": occ.indices.astype(np.int32),
-        "occ_counts": occ.data.astype(np.int32),
-    }
+    return Graph(
+        names=names,
+        kinds=["entity"] * n_ent,
+        adjacency=sp.csr_matrix(adj, dtype=np.int32),
+        node_chunks=sp.csr_matrix(occ, dtype=np.int32),
+    )
 
 
 @register_builder
@@ -176,6 +121,7 @@ class EntityGraph(Builder):
     """
 
     name = "entity_graph"
+    version = 2  # stored as the one graph value
     runtime_params = ("n_process", "batch_size")
     requires = ()
     uses_llm = False
@@ -222,11 +168,11 @@ class EntityGraph(Builder):
                 n_tokens += ex.n_tokens
                 bar.advance()
         seconds_nlp = time.perf_counter() - t0
-        arrays = graph_from_mentions(per_chunk, len(chunks))
+        graph = graph_from_mentions(per_chunk, len(chunks))
         stats: dict[str, Any] = {
-            "entities": int(arrays["names_offsets"].size - 1),
-            "edges": int(arrays["adj_indices"].size // 2),
-            "mentions": int(arrays["occ_counts"].sum()),
+            "entities": graph.n_nodes,
+            "edges": int(graph.adjacency.nnz // 2),
+            "mentions": int(graph.node_chunks.sum()),
             "spacy_tokens": n_tokens,
             "spacy_seconds": round(seconds_nlp, 4),
             "spacy_tokens_per_s": round(n_tokens / seconds_nlp, 1) if seconds_nlp > 0 else 0.0,
@@ -240,7 +186,7 @@ class EntityGraph(Builder):
             "sentences": extractor.sentences,
             "stats": stats,
         }
-        return StructureData(arrays, meta)
+        return graph_to_structure(graph, meta=meta)
 
 
-__all__ = ["EntityGraph", "EntityGraphArrays", "graph_from_mentions"]
+__all__ = ["EntityGraph", "graph_from_mentions"]

@@ -34,10 +34,11 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ConfigError
-from ..operators.base import check_positive_int
+from ..params import check_positive_int
 from ..providers.base import Task, user_prompt
 from ..providers.wrappers import complete_many
 from ..store import ChunkTable
+from ..structures import pack_texts, unpack_texts
 from .base import BuildContext, Builder, StructureData, register_builder
 
 SUMMARY_PROMPT = "Summarize the following text.\n\n{text}\n\nSummary:"
@@ -74,22 +75,6 @@ def expected_calls(n: int, g: int) -> int:
     (24, 1, 0)
     """
     return sum(level_sizes(n, g))
-
-
-def pack_texts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Strings as one UTF-8 byte array plus offsets (safe to store: no object arrays)."""
-    encoded = [t.encode("utf-8") for t in texts]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        offsets[1:] = np.cumsum([len(b) for b in encoded])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
-
-
-def unpack_texts(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
-    """Inverse of :func:`pack_texts`."""
-    raw = np.asarray(blob, dtype=np.uint8).tobytes()
-    o = np.asarray(offsets, dtype=np.int64)
-    return [raw[o[i] : o[i + 1]].decode("utf-8") for i in range(len(o) - 1)]
 
 
 @dataclass(frozen=True)
@@ -315,6 +300,4 @@ __all__ = [
     "TreeArrays",
     "expected_calls",
     "level_sizes",
-    "pack_texts",
-    "unpack_texts",
 ]

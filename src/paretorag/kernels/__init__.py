@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .bfs import bfs_levels, hop_distances, k_hop, neighbors
 from .pagerank import pagerank, transition
-from .rank import aggregate, dense_scores, top_k, vector_top_k
+from .rank import aggregate, dense_scores, normalize_rows, top_k, vector_top_k
 
 __all__ = [
     "aggregate",
@@ -18,6 +18,7 @@ __all__ = [
     "hop_distances",
     "k_hop",
     "neighbors",
+    "normalize_rows",
     "pagerank",
     "top_k",
     "transition",

@@ -65,4 +65,11 @@ def dense_scores(scored: Scored, n: int, fill: float = 0.0) -> npt.NDArray[np.fl
     return out
 
 
-__all__ = ["aggregate", "dense_scores", "top_k", "vector_top_k"]
+def normalize_rows(x: npt.ArrayLike) -> FloatArray:
+    """L2-normalized float32 rows (zero rows stay zero)."""
+    v = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.asarray(v / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+__all__ = ["aggregate", "dense_scores", "normalize_rows", "top_k", "vector_top_k"]

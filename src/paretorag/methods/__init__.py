@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import importlib
 
-from .base import METHODS, IndexView, Method, QueryOptions, Retrieval, available_methods, get_method, register
+from .base import (
+    METHODS,
+    IndexView,
+    Method,
+    QueryOptions,
+    Retrieval,
+    available_methods,
+    get_method,
+    register,
+    register_preset,
+)
+from .pipeline import Pipeline
 
 # Modules that register methods (and the builders they need). Add new ones here.
 _MODULES = ("paretorag.methods.dense", "paretorag.methods.g2cons", "paretorag.methods.e2graphrag")
@@ -19,9 +30,11 @@ __all__ = [
     "METHODS",
     "IndexView",
     "Method",
+    "Pipeline",
     "QueryOptions",
     "Retrieval",
     "available_methods",
     "get_method",
     "register",
+    "register_preset",
 ]

@@ -14,6 +14,7 @@ from .base import OPERATORS, Operator, available_operators, get_operator, operat
 _MODULES = (
     "paretorag.operators.dense",
     "paretorag.operators.e2graphrag",
+    "paretorag.operators.e2graphrag_evidence",
     "paretorag.operators.concepts",
 )
 

@@ -1,17 +1,19 @@
 """G2ConS retrieval operators over the concept graph (papers/g2cons.txt).
 
-Pure numpy/scipy steps, each citing the paper:
+The paper's steps as pure numpy/scipy functions:
 
-- :func:`pagerank` and :class:`CoreChunkSelection`: §3.2 "Core Chunk Selection" (concepts
-  ranked by PageRank, chunks ranked by their concepts, the top kappa fraction kept);
-- :class:`ConceptSearch`, :class:`ConceptExpansion`, :func:`local_rerank`,
+- Core Chunk Selection (§3.2) ranks chunks when the graph is built
+  (:func:`paretorag.graphs.concepts.chunk_scores`, :func:`~paretorag.graphs.concepts.select_core`);
+- :func:`concept_search`, :func:`concept_expansion`, :func:`local_rerank`,
   :func:`global_rerank`, :func:`naive_rerank`, :func:`take_within_budget` and
-  :class:`ConceptLocalSearch`: §3.2.1 "Local Search on Concept Graph" (top-k concepts by
+  :func:`concept_local_search`: §3.2.1 "Local Search on Concept Graph" (top-k concepts by
   cosine to the query, BFS up to N hops, local then global reranking, stop at beta tokens;
   the naive rerank is Table 4's variant D);
-- :class:`DualPathEnsemble`: §3.2.1 "Weighted Context Ensemble".
+- :func:`dual_path_ensemble`: §3.2.1 "Weighted Context Ensemble";
 
-Concept rows index the concept graph's own row space (``Scored.kind == "concept"``).
+and the registered operators ``g2cons.concepts`` (the local search, on the stored
+graph or a Table 4 variant rebuilt from its ingredients) and ``g2cons.core`` (the core
+chunks). Concept rows index the concept graph's own row space (``Scored.kind == "concept"``).
 """
 
 from __future__ import annotations
@@ -19,191 +21,50 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ConfigError
+from ..graph import Graph, csr
+from ..graphs.concepts import chunk_scores, concept_edges, load_sentences, mean_vectors, select_core
+from ..kernels import bfs_levels, normalize_rows, pagerank
+from ..params import check_nonneg_int
+from ..structures import StructureData, graph_from_structure
 from ..types import FloatArray, IntArray, Scored
-from .base import Operator, check_fraction, check_positive_int
+from .base import Operator, check_fraction, check_positive_int, register_operator
+
+if TYPE_CHECKING:
+    from ..query import IndexView, State
 
 F64 = npt.NDArray[np.float64]
+STRUCTURE = "concept_graph"
+PAPER = "G2ConS (papers/g2cons.txt) §3.2.1"
 
 
-def pagerank(
-    adjacency: sp.spmatrix | sp.sparray, *, damping: float = 0.85, tol: float = 1e-10, max_iter: int = 500
-) -> F64:
-    """PageRank of a weighted graph by power iteration (Page et al. 1999; G2ConS §3.2).
-
-    Edge weights (the concept graph's Dice coefficients) weight the random walk;
-    dangling nodes (no out-edges, e.g. concepts that no edge survived the thresholds)
-    spread their mass uniformly, and teleportation is uniform, as in
-    ``networkx.pagerank``.
-
-    Parameters
-    ----------
-    adjacency : sparse matrix, shape (n, n)
-        Non-negative weights; ``adjacency[i, j]`` is the weight of edge i -> j.
-    damping : float
-        Probability of following an edge (0.85 in the original paper).
-    tol : float
-        Stop when the L1 change of the scores falls below ``n * tol``.
-    max_iter : int
-        Iteration cap (the iteration converges geometrically with rate ``damping``).
-
-    Returns
-    -------
-    ndarray of float64, shape (n,)
-        Scores summing to one.
-    """
-    if not 0.0 < damping < 1.0:
-        raise ConfigError(f"pagerank damping must lie in (0, 1), got {damping!r}")
-    d = float(damping)
-    n = adjacency.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.float64)
-    w = sp.csr_matrix(adjacency, dtype=np.float64)
-    out = np.asarray(w.sum(axis=1)).ravel()
-    dangling = out <= 0
-    inv = np.zeros(n)
-    inv[~dangling] = 1.0 / out[~dangling]
-    transition_t = sp.csr_matrix((sp.diags(inv) @ w).T)
-    x = np.full(n, 1.0 / n)
-    for _ in range(max_iter):
-        nxt = d * (transition_t @ x) + (d * float(x[dangling].sum()) + 1.0 - d) / n
-        done = float(np.abs(nxt - x).sum()) < n * tol
-        x = nxt
-        if done:
-            break
-    return np.asarray(x / x.sum(), dtype=np.float64)
-
-
-def chunk_scores(chunk_concepts: sp.csr_matrix, concept_scores: F64, aggregate: str = "sum") -> F64:
-    """Rank chunks "based on which concepts they are associated with" (§3.2).
-
-    ``aggregate`` is ``"sum"`` (the PageRank mass of the chunk's concepts: the default),
-    ``"max"`` or ``"mean"``. Chunks without concepts score 0.
-    """
-    m = sp.csr_matrix(chunk_concepts, dtype=np.float64)
-    if aggregate == "sum":
-        return np.asarray(m @ concept_scores, dtype=np.float64).ravel()
-    if aggregate == "mean":
-        counts = np.diff(m.indptr)
-        total = np.asarray(m @ concept_scores, dtype=np.float64).ravel()
-        return np.divide(total, counts, out=np.zeros_like(total), where=counts > 0)
-    if aggregate == "max":
-        weighted = sp.csr_matrix(m.multiply(concept_scores[np.newaxis, :]))
-        return np.asarray(weighted.max(axis=1).toarray(), dtype=np.float64).ravel()
-    raise ConfigError(f"aggregate must be 'sum', 'mean' or 'max', got {aggregate!r}")
-
-
-def select_core(scores: F64, kappa: float) -> IntArray:
-    """The top ``ceil(kappa * n)`` rows by score, best first (ties by row), §3.2."""
-    if not 0.0 <= kappa <= 1.0:
-        raise ConfigError(f"kappa (the core-chunk fraction) must lie in [0, 1], got {kappa!r}")
-    k = float(kappa)
-    n = int(scores.size)
-    keep = min(n, math.ceil(k * n - 1e-9))
-    order = np.lexsort((np.arange(n), -scores))
-    return np.asarray(order[:keep], dtype=np.int64)
-
-
-class CoreChunkSelection(Operator):
-    """Core Chunk Selection (G2ConS §3.2; kappa default 0.8 from §4.1).
-
-    Reads the ``concept_graph`` structure's ``chunk_score`` array (the chunk ranking by
-    concept PageRank computed when the graph is built) and keeps the top ``kappa``
-    fraction of chunks. Other builders use it to build an expensive structure (an LLM
-    knowledge graph) on the core chunks only::
-
-        core = CoreChunkSelection(kappa=0.8)(ctx.structure("concept_graph")).ids
-
-    Parameters
-    ----------
-    kappa : float
-        Fraction of chunks kept, in [0, 1].
-    """
-
-    requires = ("concept_graph",)
-
-    def __init__(self, *, kappa: float = 0.8) -> None:
-        self.kappa = kappa
-
-    def __call__(self, structure: object) -> Scored:
-        arrays = getattr(structure, "arrays", None)
-        if not isinstance(arrays, dict) or "chunk_score" not in arrays:
-            raise ConfigError(
-                "CoreChunkSelection needs the 'concept_graph' structure (index with g2cons-concept)"
-            )
-        scores = np.asarray(arrays["chunk_score"], dtype=np.float64)
-        rows = select_core(scores, check_fraction(self, "kappa", self.kappa))
-        return Scored(rows, scores[rows].astype(np.float32), "chunk")
-
-
-class ConceptSearch(Operator):
+def concept_search(query_vector: FloatArray, concept_vectors: FloatArray, k: int) -> Scored:
     """The top-k concepts by cosine to the query: "directly associated concepts" (§3.2.1).
 
-    Parameters
-    ----------
-    k : int
-        Number of concepts (25 in §4.1).
+    ``concept_vectors`` are L2-normalized rows; returns concepts best first.
     """
-
-    def __init__(self, *, k: int = 25) -> None:
-        self.k = k
-
-    def __call__(self, query_vector: FloatArray, concept_vectors: FloatArray) -> Scored:
-        """``concept_vectors`` are L2-normalized rows; returns concepts best first."""
-        k = check_positive_int(self, "k", self.k)
-        n = int(concept_vectors.shape[0])
-        if n == 0:
-            return Scored.empty("concept")
-        sims = np.asarray(concept_vectors @ np.asarray(query_vector, dtype=np.float32), dtype=np.float32)
-        if k < n:
-            part = np.argpartition(-sims, k - 1)[:k]
-        else:
-            part = np.arange(n)
-        return Scored(part, sims[part], "concept").sorted()
+    n = int(concept_vectors.shape[0])
+    if n == 0:
+        return Scored.empty("concept")
+    sims = np.asarray(concept_vectors @ np.asarray(query_vector, dtype=np.float32), dtype=np.float32)
+    part = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+    return Scored(part, sims[part], "concept").sorted()
 
 
-class ConceptExpansion(Operator):
+def concept_expansion(seeds: IntArray, adjacency: sp.csr_matrix, hops: int) -> Scored:
     """Breadth-first search from the seed concepts up to ``hops`` hops (§3.2.1).
 
-    Returns the "expanded concepts" (those reached in 1..N hops, seeds excluded) with
-    score ``1 / hop``, nearest first.
-
-    Parameters
-    ----------
-    hops : int
-        BFS depth N (2 in §4.1); 0 returns nothing.
+    Returns the "expanded concepts" (reached in 1..N hops, seeds excluded) with score
+    ``1 / hop``, nearest first.
     """
-
-    def __init__(self, *, hops: int = 2) -> None:
-        self.hops = hops
-
-    def __call__(self, seeds: IntArray, adjacency: sp.csr_matrix) -> Scored:
-        hops = self.hops
-        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-            raise ConfigError(f"ConceptExpansion.hops must be a non-negative integer, got {hops!r}")
-        n = adjacency.shape[0]
-        visited = np.zeros(n, dtype=bool)
-        frontier = np.unique(np.asarray(seeds, dtype=np.int64))
-        visited[frontier] = True
-        ids: list[IntArray] = []
-        scores: list[FloatArray] = []
-        for hop in range(1, hops + 1):
-            if frontier.size == 0:
-                break
-            reached = np.unique(adjacency[frontier].indices).astype(np.int64)
-            frontier = reached[~visited[reached]]
-            visited[frontier] = True
-            ids.append(frontier)
-            scores.append(np.full(frontier.size, 1.0 / hop, dtype=np.float32))
-        if not ids:
-            return Scored.empty("concept")
-        return Scored(np.concatenate(ids), np.concatenate(scores), "concept")
+    nodes, level = bfs_levels(adjacency, seeds, hops)
+    return Scored(nodes, (1.0 / np.maximum(level, 1)).astype(np.float32), "concept")
 
 
 def _first_occurrences(rows: IntArray) -> IntArray:
@@ -254,20 +115,20 @@ def take_within_budget(rows: IntArray, n_tokens: npt.NDArray[np.int64], budget: 
     return rows[: int(np.searchsorted(total, budget, side="right"))]
 
 
-@dataclass(frozen=True)
-class ConceptGraphArrays:
-    """What concept-graph retrieval reads: normalized concept vectors (W x d), the concept
-    adjacency (W x W CSR) and the concept->chunk incidence (W x C CSR)."""
-
-    vectors: FloatArray
-    adjacency: sp.csr_matrix
-    concept_chunks: sp.csr_matrix
-
-
 Rerank = Literal["local_global", "naive"]
 
 
-class ConceptLocalSearch(Operator):
+def concept_local_search(
+    query_vector: FloatArray,
+    graph: Graph,
+    chunk_sims: FloatArray,
+    n_tokens: npt.NDArray[np.int64],
+    budget: int | None,
+    *,
+    k: int = 25,
+    hops: int = 2,
+    rerank: Rerank = "local_global",
+) -> tuple[IntArray, Scored, Scored]:
     """Local search on the concept graph under a token budget (G2ConS §3.2.1).
 
     Top-k concepts by cosine to the query, BFS up to ``hops`` hops; local reranking of
@@ -275,45 +136,22 @@ class ConceptLocalSearch(Operator):
     found (direct and expanded); stop at the first chunk exceeding ``budget``.
     ``rerank="naive"`` pools all those chunks and sorts them by similarity (Table 4, D).
 
-    Parameters
-    ----------
-    k : int
-        Directly associated concepts (25).
-    hops : int
-        BFS depth N (2).
-    rerank : {"local_global", "naive"}
-        Reranking scheme.
+    Returns (chunk rows in context order, direct concepts, expanded concepts).
     """
-
-    def __init__(self, *, k: int = 25, hops: int = 2, rerank: Rerank = "local_global") -> None:
-        self.k = k
-        self.hops = hops
-        self.rerank = rerank
-
-    def __call__(
-        self,
-        query_vector: FloatArray,
-        graph: ConceptGraphArrays,
-        chunk_sims: FloatArray,
-        n_tokens: npt.NDArray[np.int64],
-        budget: int | None,
-    ) -> tuple[IntArray, Scored, Scored]:
-        """Returns (chunk rows in context order, direct concepts, expanded concepts)."""
-        if self.rerank not in ("local_global", "naive"):
-            raise ConfigError(
-                f"ConceptLocalSearch.rerank must be 'local_global' or 'naive', got {self.rerank!r}"
-            )
-        direct = ConceptSearch(k=self.k)(query_vector, graph.vectors)
-        expanded = ConceptExpansion(hops=self.hops)(direct.ids, graph.adjacency)
-        found = np.concatenate([direct.ids, expanded.ids])
-        if self.rerank == "naive":
-            rows = naive_rerank(found, graph.concept_chunks, chunk_sims)
-        else:
-            local = local_rerank(direct.ids, graph.concept_chunks, chunk_sims)
-            rows = np.concatenate(
-                [local, global_rerank(found, graph.concept_chunks, chunk_sims, exclude=local)]
-            )
-        return take_within_budget(rows, n_tokens, budget), direct, expanded
+    if rerank not in ("local_global", "naive"):
+        raise ConfigError(f"concept search rerank must be 'local_global' or 'naive', got {rerank!r}")
+    if graph.node_vectors is None:
+        raise ConfigError("the concept graph has no concept vectors; rebuild it with `paretorag index`")
+    direct = concept_search(query_vector, graph.node_vectors, k)
+    expanded = concept_expansion(direct.ids, graph.adjacency, hops)
+    found = np.concatenate([direct.ids, expanded.ids])
+    chunks = graph.node_chunks
+    if rerank == "naive":
+        rows = naive_rerank(found, chunks, chunk_sims)
+    else:
+        local = local_rerank(direct.ids, chunks, chunk_sims)
+        rows = np.concatenate([local, global_rerank(found, chunks, chunk_sims, exclude=local)])
+    return take_within_budget(rows, n_tokens, budget), direct, expanded
 
 
 @dataclass(frozen=True)
@@ -325,7 +163,14 @@ class Pick:
     index: int
 
 
-class DualPathEnsemble(Operator):
+def dual_path_ensemble(
+    concept_rows: Sequence[int],
+    concept_tokens: Sequence[int],
+    second_rows: Sequence[int],
+    second_tokens: Sequence[int],
+    budget: int,
+    lam: float = 0.6,
+) -> list[Pick]:
     """Weighted context ensemble of the concept path and a second path (§3.2.1).
 
     The paper's three principles: (1) the total stays within beta; (2) chunks found by
@@ -337,70 +182,256 @@ class DualPathEnsemble(Operator):
     Shared chunks are ordered by the sum of their ranks in the two paths (ties: the
     second path's rank); each list stops at its first entry that does not fit.
 
+    Rows are chunk rows (``-1`` for second-path entries that are not chunks); ``lam``
+    is the weight lambda of the second path, in [0, 1] (0.6 in §4.1).
+    """
+    lam = check_fraction(dual_path_ensemble, "lam", lam)
+    if len(concept_rows) != len(concept_tokens) or len(second_rows) != len(second_tokens):
+        raise ConfigError("dual_path_ensemble needs one token count per entry of each path")
+    concept_rank: dict[int, int] = {}
+    for i, r in enumerate(concept_rows):
+        if r >= 0:
+            concept_rank.setdefault(int(r), i)
+    second_rank: dict[int, int] = {}
+    for i, r in enumerate(second_rows):
+        if r >= 0:
+            second_rank.setdefault(int(r), i)
+    shared = sorted(
+        (r for r in second_rank if r in concept_rank),
+        key=lambda r: (concept_rank[r] + second_rank[r], second_rank[r]),
+    )
+    picks: list[Pick] = []
+    used = 0
+    for r in shared:
+        i = second_rank[r]
+        if used + int(second_tokens[i]) > budget:
+            break
+        used += int(second_tokens[i])
+        picks.append(Pick("both", i))
+    rest = budget - used
+    picks += _fill("second", second_rows, second_tokens, concept_rank, math.floor(lam * rest))
+    picks += _fill("concept", concept_rows, concept_tokens, second_rank, math.floor((1 - lam) * rest))
+    return picks
+
+
+def _fill(
+    path: str, rows: Sequence[int], tokens: Sequence[int], other: dict[int, int], quota: int
+) -> list[Pick]:
+    """This path's entries absent from the other path, in order, up to ``quota`` tokens."""
+    out: list[Pick] = []
+    used = 0
+    seen: set[int] = set()
+    for i, r in enumerate(rows):
+        r = int(r)
+        if r >= 0 and (r in other or r in seen):
+            continue
+        if used + int(tokens[i]) > quota:
+            break
+        used += int(tokens[i])
+        if r >= 0:
+            seen.add(r)
+        out.append(Pick(path, i))
+    return out
+
+
+# -- the index's concept graph and its Table 4 variants -------------------------------------
+@dataclass(frozen=True)
+class ConceptState:
+    """A concept graph ready for retrieval (one per index and variant), with its chunk
+    ranking for Core Chunk Selection."""
+
+    graph: Graph
+    chunk_score: F64
+
+
+class _ConceptVariant(Operator):
+    """Settings that pick the concept graph variant (Table 4) from the stored ingredients."""
+
+    kind = "g2cons"
+    structures = ("vectors", STRUCTURE)
+    paper = PAPER
+
+    cooccurrence: str
+    similarity_filter: bool
+    concept_vectors: str
+    theta_sem: float | None
+    theta_co: int | None
+
+    def concept_state(self, index: IndexView) -> ConceptState:
+        """The stored graph, or the variant these settings describe (memoized per index)."""
+        if self.cooccurrence not in ("chunk", "sentence"):
+            raise ConfigError(
+                f"{self.name}: cooccurrence must be 'chunk' or 'sentence', got {self.cooccurrence!r}"
+            )
+        if self.concept_vectors not in ("sentence", "chunk"):
+            raise ConfigError(
+                f"{self.name}: concept_vectors must be 'sentence' or 'chunk', got {self.concept_vectors!r}"
+            )
+        data = index.structure(STRUCTURE)
+        built = data.meta["settings"]
+        sem = float(built["theta_sem"] if self.theta_sem is None else self.theta_sem)
+        co = int(built["theta_co"] if self.theta_co is None else self.theta_co)
+        variant = (self.cooccurrence, bool(self.similarity_filter), self.concept_vectors, sem, co)
+        stored = variant == ("chunk", True, "sentence", float(built["theta_sem"]), int(built["theta_co"]))
+        key = f"g2cons:{data.meta['chunks_fingerprint']}:{variant}"
+
+        def factory() -> ConceptState:
+            graph = graph_from_structure(data)
+            if stored:
+                return ConceptState(graph, np.asarray(data.arrays["chunk_score"], dtype=np.float64))
+            return _variant_state(index, data, graph, variant)
+
+        state: ConceptState = index.cached(key, factory)
+        return state
+
+
+def _variant_state(
+    index: IndexView, data: StructureData, graph: Graph, variant: tuple[str, bool, str, float, int]
+) -> ConceptState:
+    """Table 4's variants A (sentence co-occurrence), B (no similarity filter) and C (chunk
+    vectors), rebuilt from the stored ingredients (no re-indexing)."""
+    cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co = variant
+    built = data.meta["settings"]
+    vectors = graph.node_vectors
+    chunk_concepts = csr(graph.node_chunks.T)
+    if concept_vectors == "chunk":  # Table 4, C: mean of chunk embeddings
+        chunk_vecs = index.embed(list(index.chunks.texts))
+        vectors = normalize_rows(mean_vectors(chunk_concepts, chunk_vecs))
+    units = chunk_concepts if cooccurrence == "chunk" else load_sentences(data)[0]
+    adj = concept_edges(units, vectors if similarity_filter else None, theta_sem=theta_sem, theta_co=theta_co)
+    pr = pagerank(adj, damping=float(built["damping"]))
+    scores = chunk_scores(chunk_concepts, pr, str(built["aggregate"]))
+    return ConceptState(Graph(graph.names, graph.kinds, adj, graph.node_chunks, node_vectors=vectors), scores)
+
+
+def chunk_similarities(index: IndexView, query_vector: FloatArray) -> FloatArray:
+    """Cosine of the query to every chunk, indexed by row (exact search over all rows)."""
+    n = len(index.chunks)
+    sims = np.full(n, -np.inf, dtype=np.float32)
+    if n:
+        hits = index.dense_search(query_vector, n)
+        sims[hits.ids] = hits.scores
+    return sims
+
+
+@register_operator
+class ConceptLocalSearch(_ConceptVariant):
+    """G2ConS-Concept's retrieval: local search on the concept graph under a token budget
+    (§3.2.1; Table 4 variants as settings). Produces chunk rows in context order.
+
     Parameters
     ----------
-    lam : float
-        Weight lambda of the second path, in (0, 1) (0.6 in §4.1).
+    k : int
+        Directly associated concepts (25, §4.1).
+    hops : int
+        BFS depth N (2).
+    budget : int
+        Token budget beta (12,000); a query's budget overrides it.
+    rerank : {"local_global", "naive"}
+        Local + global reranking, or the naive pooled sort (Table 4, D).
+    cooccurrence : {"chunk", "sentence"}
+        Unit of co-occurrence for edges (Table 4, A: ``"sentence"``).
+    similarity_filter : bool
+        Keep the theta_sem filter on edges (Table 4, B: ``False``).
+    concept_vectors : {"sentence", "chunk"}
+        Eq. 1 sentence-level vectors, or the mean of chunk embeddings (Table 4, C).
+    theta_sem, theta_co : float or int, optional
+        Edge thresholds; ``None`` uses the values the graph was built with.
     """
 
-    def __init__(self, *, lam: float = 0.6) -> None:
-        self.lam = lam
+    name = "g2cons.concepts"
+    produces = "chunk"
 
-    def __call__(
+    def __init__(
         self,
-        concept_rows: Sequence[int],
-        concept_tokens: Sequence[int],
-        second_rows: Sequence[int],
-        second_tokens: Sequence[int],
-        budget: int,
-    ) -> list[Pick]:
-        """Rows are chunk rows (``-1`` for second-path entries that are not chunks)."""
-        lam = check_fraction(self, "lam", self.lam)
-        if len(concept_rows) != len(concept_tokens) or len(second_rows) != len(second_tokens):
-            raise ConfigError("DualPathEnsemble needs one token count per entry of each path")
-        concept_rank: dict[int, int] = {}
-        for i, r in enumerate(concept_rows):
-            if r >= 0:
-                concept_rank.setdefault(int(r), i)
-        second_rank: dict[int, int] = {}
-        for i, r in enumerate(second_rows):
-            if r >= 0:
-                second_rank.setdefault(int(r), i)
-        shared = sorted(
-            (r for r in second_rank if r in concept_rank),
-            key=lambda r: (concept_rank[r] + second_rank[r], second_rank[r]),
-        )
-        picks: list[Pick] = []
-        used = 0
-        for r in shared:
-            i = second_rank[r]
-            if used + int(second_tokens[i]) > budget:
-                break
-            used += int(second_tokens[i])
-            picks.append(Pick("both", i))
-        rest = budget - used
-        picks += self._fill("second", second_rows, second_tokens, concept_rank, math.floor(lam * rest))
-        picks += self._fill(
-            "concept", concept_rows, concept_tokens, second_rank, math.floor((1 - lam) * rest)
-        )
-        return picks
+        *,
+        k: int = 25,
+        hops: int = 2,
+        budget: int = 12000,
+        rerank: Rerank = "local_global",
+        cooccurrence: Literal["chunk", "sentence"] = "chunk",
+        similarity_filter: bool = True,
+        concept_vectors: Literal["sentence", "chunk"] = "sentence",
+        theta_sem: float | None = None,
+        theta_co: int | None = None,
+    ) -> None:
+        self.k = k
+        self.hops = hops
+        self.budget = budget
+        self.rerank = rerank
+        self.cooccurrence = cooccurrence
+        self.similarity_filter = similarity_filter
+        self.concept_vectors = concept_vectors
+        self.theta_sem = theta_sem
+        self.theta_co = theta_co
 
-    @staticmethod
-    def _fill(
-        path: str, rows: Sequence[int], tokens: Sequence[int], other: dict[int, int], quota: int
-    ) -> list[Pick]:
-        """This path's entries absent from the other path, in order, up to ``quota`` tokens."""
-        out: list[Pick] = []
-        used = 0
-        seen: set[int] = set()
-        for i, r in enumerate(rows):
-            r = int(r)
-            if r >= 0 and (r in other or r in seen):
-                continue
-            if used + int(tokens[i]) > quota:
-                break
-            used += int(tokens[i])
-            if r >= 0:
-                seen.add(r)
-            out.append(Pick(path, i))
-        return out
+    def beta(self, state: State) -> int:
+        """The token budget: the query's, else the setting."""
+        if state.options.budget.max_tokens is not None:
+            return state.options.budget.max_tokens
+        return check_positive_int(self, "budget", self.budget)
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        graph = self.concept_state(index).graph
+        q = state.vector(index)
+        rows, direct, expanded = concept_local_search(
+            q,
+            graph,
+            chunk_similarities(index, q),
+            index.chunks.n_tokens,
+            self.beta(state),
+            k=check_positive_int(self, "k", self.k),
+            hops=check_nonneg_int(self, "hops", self.hops),
+            rerank=self.rerank,
+        )
+        state.put("concept", direct)
+        state.info.update(
+            {
+                "concepts": [graph.names[i] for i in direct.ids[:10]],
+                "n_direct": len(direct),
+                "n_expanded": len(expanded),
+            }
+        )
+        return Scored(rows, (1.0 / (1.0 + np.arange(rows.size))).astype(np.float32))
+
+
+@register_operator
+class CoreChunks(_ConceptVariant):
+    """Core Chunk Selection (G2ConS §3.2; kappa default 0.8 from §4.6): the top ``kappa``
+    fraction of chunks by their concepts' PageRank, best first.
+
+    Parameters
+    ----------
+    kappa : float, optional
+        Fraction of chunks kept, in [0, 1]; ``None`` uses the one the graph was built with.
+    cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co
+        The concept graph variant (as for ``g2cons.concepts``).
+    """
+
+    name = "g2cons.core"
+    produces = "core"
+
+    def __init__(
+        self,
+        *,
+        kappa: float | None = None,
+        cooccurrence: Literal["chunk", "sentence"] = "chunk",
+        similarity_filter: bool = True,
+        concept_vectors: Literal["sentence", "chunk"] = "sentence",
+        theta_sem: float | None = None,
+        theta_co: int | None = None,
+    ) -> None:
+        self.kappa = kappa
+        self.cooccurrence = cooccurrence
+        self.similarity_filter = similarity_filter
+        self.concept_vectors = concept_vectors
+        self.theta_sem = theta_sem
+        self.theta_co = theta_co
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        scores = self.concept_state(index).chunk_score
+        kappa = self.kappa
+        if kappa is None:
+            kappa = float(index.structure(STRUCTURE).meta["core"]["kappa"])
+        rows = select_core(scores, check_fraction(self, "kappa", kappa))
+        return Scored(rows, scores[rows].astype(np.float32), "chunk")

@@ -1,34 +1,54 @@
 """E2GraphRAG retrieval operators (E2GraphRAG §3.2; Algorithm 1, App. A).
 
-Pure numpy/scipy steps over the entity graph (:mod:`paretorag.graphs.entities`) and
-the summary tree (:mod:`paretorag.graphs.tree`); the method
-(:mod:`paretorag.methods.e2graphrag`) composes them.
+The paper's steps as pure functions over the entity graph (a :class:`~paretorag.graph.Graph`
+built by :mod:`paretorag.graphs.entities`) and the summary tree
+(:mod:`paretorag.graphs.tree`):
 
 - :func:`map_entities`: query entities -> graph vertices; unknown ones are ignored.
-- :func:`hop_distances` + :class:`GraphFilter`: keep query-entity pairs within ``h``
-  hops (Equation 1), exact hop counts by a BFS bounded at ``h`` hops.
-- :class:`IndexMapping`: union over the pairs of the intersection of the two
+- :func:`graph_filter`: query-entity pairs within ``h`` hops (Equation 1), over exact
+  hop counts from :func:`paretorag.kernels.hop_distances`.
+- :func:`index_mapping`: union over the pairs of the intersection of the two
   entities' chunk sets (Equation 2).
-- :class:`CollapsedTreeSearch`: dense top-k over every tree node (RAPTOR's collapsed tree).
-- :class:`OccurrenceRanking`: a chunk's weight is its number of query-entity
+- :func:`collapsed_tree_search`: dense top-k over every tree node (RAPTOR's collapsed tree).
+- :func:`occurrence_ranking`: a chunk's weight is its number of query-entity
   occurrences, a summary's the sum of its children's, recursively.
-- :class:`EntityAwareRanking`: distinct query entities covered, then occurrences.
+- :func:`entity_aware_ranking`: distinct query entities covered, then occurrences.
 
-The evidence format of §3.2 is in :mod:`paretorag.operators.e2graphrag_evidence`.
+and the registered operators that the ``e2graphrag`` method composes:
+``e2graphrag.entities`` (question conversion), ``e2graphrag.collapsed_tree``,
+``e2graphrag.local`` (Graph Filter + Index Mapping + the shrinking loop + Entity-Aware
+Ranking), ``e2graphrag.global`` (dense top-2k + Occurrence Ranking) and
+``e2graphrag.evidence`` (:mod:`paretorag.operators.e2graphrag_evidence`). Tree nodes
+are numbered as in the tree: chunk rows first, then summaries (``Scored.kind == "node"``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
+from ..graph import Graph
+from ..graphs.tree import TreeArrays
+from ..kernels import hop_distances
+from ..params import check_nonneg_int
+from ..providers.nlp import EntityExtractor
+from ..structures import graph_from_structure
 from ..types import FloatArray, IntArray, Scored
-from .base import Operator, check_positive_int
+from .base import Operator, check_positive_int, register_operator
+
+if TYPE_CHECKING:
+    from ..query import IndexView, State
+
+PAPER = "E2GraphRAG §3.2, Algorithm 1 (App. A)"
+_QUERY_CACHE = 4096
 
 
+# -- the paper's steps -----------------------------------------------------------------
 def map_entities(terms: Sequence[str], ids: Mapping[str, int]) -> IntArray:
     """Vertex ids of the query's entity terms, first mention first (§3.2).
 
@@ -43,128 +63,23 @@ def map_entities(terms: Sequence[str], ids: Mapping[str, int]) -> IntArray:
     return np.fromiter(out, dtype=np.int64, count=len(out))
 
 
-def _neighbors(indptr: np.ndarray, indices: np.ndarray, frontier: IntArray) -> np.ndarray:
-    """All neighbors of the frontier vertices (with repeats), gathered without a Python loop."""
-    starts = indptr[frontier]
-    lengths = indptr[frontier + 1] - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=indices.dtype)
-    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-    return indices[offsets + np.arange(total)]
+def graph_filter(distances: IntArray, h: int) -> IntArray:
+    """Index pairs ``(i, j)``, ``i < j``, into the sources with ``Dist <= h`` (Equation 1)."""
+    if isinstance(h, bool) or not isinstance(h, int) or h < 0:
+        raise ConfigError(f"GraphFilter h must be a non-negative integer (hops), got {h!r}")
+    i, j = np.nonzero(np.triu(distances <= h, 1))
+    return np.stack([i, j], axis=1).astype(np.int64)
 
 
-class _Ball:
-    """A breadth-first search from one vertex, grown one level at a time on demand."""
-
-    _UNSEEN = np.iinfo(np.int16).max // 2
-
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, n: int, source: int) -> None:
-        self.indptr, self.indices = indptr, indices
-        self.dist = np.full(n, self._UNSEEN, dtype=np.int16)
-        self.dist[source] = 0
-        self.frontier = np.array([source], dtype=np.int64)
-        self.radius = 0
-
-    def cost(self) -> int:
-        """Edges the next level would scan (its frontier's degrees)."""
-        return int((self.indptr[self.frontier + 1] - self.indptr[self.frontier]).sum())
-
-    def grow(self) -> None:
-        nb = _neighbors(self.indptr, self.indices, self.frontier)
-        nb = np.unique(nb[self.dist[nb] == self._UNSEEN])
-        self.radius += 1
-        self.dist[nb] = self.radius
-        self.frontier = nb
-
-
-def _pair_distance(a: _Ball, b: _Ball, max_hops: int) -> int:
-    """Exact hop count between two balls' sources if at most ``max_hops``, else ``max_hops + 1``.
-
-    Bidirectional search: grow the cheaper side until the two balls meet. Once they
-    share a vertex, the least ``dist_a + dist_b`` over shared vertices is the distance
-    (a shortest path has a vertex within both radii); with ``radius_a + radius_b >=
-    max_hops`` and nothing shared, the sources are farther apart than ``max_hops``.
-    """
-    while True:
-        best = int((a.dist.astype(np.int32) + b.dist).min())
-        if best <= a.radius + b.radius:
-            return min(best, max_hops + 1)
-        if a.radius + b.radius >= max_hops:
-            return max_hops + 1
-        side = min((x for x in (a, b) if x.frontier.size), key=_Ball.cost, default=None)
-        if side is None:  # both components exhausted without meeting: no path
-            return max_hops + 1
-        side.grow()
-
-
-def hop_distances(
-    adjacency: sp.csr_matrix, sources: IntArray, max_hops: int, component: np.ndarray | None = None
-) -> IntArray:
-    """Exact shortest-path hop counts between the ``sources``, capped at ``max_hops + 1``.
-
-    Bounded bidirectional breadth-first search per pair (:func:`_pair_distance`); each
-    source's search is grown lazily and shared by all its pairs, and always from the
-    side with the smaller frontier, so a pair next to a hub ("man", "time") does not
-    scan the whole graph. Sources in different connected components (``component``)
-    are not searched. ``d[i, j] == max_hops + 1`` means "farther than ``max_hops``,
-    or no path" (``Dist_G = inf`` in Equation 1).
-    """
-    m = int(sources.size)
-    far = max_hops + 1
-    dist = np.full((m, m), far, dtype=np.int64)
-    np.fill_diagonal(dist, 0)
-    n = adjacency.shape[0]
-    balls: dict[int, _Ball] = {}
-
-    def ball(i: int) -> _Ball:
-        if i not in balls:
-            balls[i] = _Ball(adjacency.indptr, adjacency.indices, n, int(sources[i]))
-        return balls[i]
-
-    for i in range(m):
-        for j in range(i + 1, m):
-            if sources[i] == sources[j]:
-                dist[i, j] = dist[j, i] = 0
-            elif max_hops >= 1 and (component is None or component[sources[i]] == component[sources[j]]):
-                dist[i, j] = dist[j, i] = _pair_distance(ball(i), ball(j), max_hops)
-    return dist
-
-
-class GraphFilter(Operator):
-    """Query-entity pairs within ``h`` hops (Equation 1, §3.2).
-
-    Parameters
-    ----------
-    h : int
-        Hop threshold (paper default 4; Algorithm 1 lowers it while too many chunks map).
-    """
-
-    def __init__(self, *, h: int = 4) -> None:
-        self.h = h
-
-    def __call__(self, distances: IntArray) -> IntArray:
-        """Index pairs ``(i, j)``, ``i < j``, into the sources with ``Dist <= h`` (shape ``(P, 2)``)."""
-        if isinstance(self.h, bool) or not isinstance(self.h, int) or self.h < 0:
-            raise ConfigError(f"GraphFilter.h must be a non-negative integer (hops), got {self.h!r}")
-        i, j = np.nonzero(np.triu(distances <= self.h, 1))
-        return np.stack([i, j], axis=1).astype(np.int64)
-
-
-class IndexMapping(Operator):
-    """Chunks shared by both entities of any selected pair (Equation 2, §3.2).
-
-    ``C = U_{(a,b) in P} I_e->c(a) ∩ I_e->c(b)`` through the entity -> chunk index.
-    """
-
-    def __call__(self, entity_chunks: sp.csr_matrix, sources: IntArray, pairs: IntArray) -> IntArray:
-        """Sorted chunk rows."""
-        if pairs.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        ptr, idx = entity_chunks.indptr, entity_chunks.indices
-        rows = [idx[ptr[v] : ptr[v + 1]] for v in sources]
-        hits = [np.intersect1d(rows[a], rows[b], assume_unique=True) for a, b in pairs]
-        return np.unique(np.concatenate(hits)).astype(np.int64)
+def index_mapping(entity_chunks: sp.csr_matrix, sources: IntArray, pairs: IntArray) -> IntArray:
+    """Sorted chunk rows shared by both entities of any pair (Equation 2):
+    ``C = U_{(a,b) in P} I_e->c(a) ∩ I_e->c(b)``."""
+    if pairs.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    ptr, idx = entity_chunks.indptr, entity_chunks.indices
+    rows = [idx[ptr[v] : ptr[v + 1]] for v in sources]
+    hits = [np.intersect1d(rows[a], rows[b], assume_unique=True) for a, b in pairs]
+    return np.unique(np.concatenate(hits)).astype(np.int64)
 
 
 def chunk_occurrences(entity_chunks: sp.csr_matrix, sources: IntArray) -> np.ndarray:
@@ -187,57 +102,31 @@ def node_weights(
     return (prefix[last_row[nodes] + 1] - prefix[first_row[nodes]]).astype(np.int64)
 
 
-class CollapsedTreeSearch(Operator):
+def collapsed_tree_search(
+    chunk_hits: Scored, summary_vectors: FloatArray, n_chunks: int, query_vector: FloatArray, k: int
+) -> Scored:
     """Dense top-k over all tree nodes, chunks and summaries alike (§3.2, as RAPTOR).
 
-    Parameters
-    ----------
-    k : int
-        Nodes returned, by inner product with the query vector, best first.
+    ``chunk_hits`` must hold at least the ``k`` best chunks; the result's ids are tree
+    nodes (chunk rows, then ``n_chunks + i`` for summary ``i``).
     """
-
-    def __init__(self, *, k: int = 25) -> None:
-        self.k = k
-
-    def __call__(
-        self, chunk_hits: Scored, summary_vectors: FloatArray, n_chunks: int, query_vector: FloatArray
-    ) -> Scored:
-        """Merge the chunk hits (top-k from the chunk vectors) with every summary's score.
-
-        ``chunk_hits`` must hold at least the ``k`` best chunks; the result's ids are
-        tree nodes (chunk rows, then ``n_chunks + i`` for summary ``i``).
-        """
-        k = check_positive_int(self, "k", self.k)
-        ids = [chunk_hits.ids]
-        scores = [chunk_hits.scores]
-        if summary_vectors.shape[0]:
-            ids.append(n_chunks + np.arange(summary_vectors.shape[0], dtype=np.int64))
-            scores.append((summary_vectors @ np.asarray(query_vector, dtype=np.float32)).astype(np.float32))
-        allid, allsc = np.concatenate(ids), np.concatenate(scores)
-        order = np.lexsort((allid, -allsc))[:k]
-        return Scored(allid[order], allsc[order], kind="node")
+    ids = [chunk_hits.ids]
+    scores = [chunk_hits.scores]
+    if summary_vectors.shape[0]:
+        ids.append(n_chunks + np.arange(summary_vectors.shape[0], dtype=np.int64))
+        scores.append((summary_vectors @ np.asarray(query_vector, dtype=np.float32)).astype(np.float32))
+    allid, allsc = np.concatenate(ids), np.concatenate(scores)
+    order = np.lexsort((allid, -allsc))[:k]
+    return Scored(allid[order], allsc[order], kind="node")
 
 
-class OccurrenceRanking(Operator):
+def occurrence_ranking(candidates: Scored, weights: IntArray, k: int) -> Scored:
     """Re-rank candidate tree nodes by query-entity occurrences, keep ``k`` (§3.2).
 
     Ties (and zero weights) keep the candidates' incoming (dense) order.
-
-    Parameters
-    ----------
-    k : int
-        Nodes kept.
     """
-
-    def __init__(self, *, k: int = 25) -> None:
-        self.k = k
-
-    def __call__(self, candidates: Scored, weights: IntArray) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        order = np.argsort(-np.asarray(weights), kind="stable")[:k]
-        return Scored(
-            candidates.ids[order], np.asarray(weights, dtype=np.float32)[order], kind=candidates.kind
-        )
+    order = np.argsort(-np.asarray(weights), kind="stable")[:k]
+    return Scored(candidates.ids[order], np.asarray(weights, dtype=np.float32)[order], kind=candidates.kind)
 
 
 def coverage_and_occurrence(
@@ -251,38 +140,267 @@ def coverage_and_occurrence(
     return (sub > 0).sum(axis=1).astype(np.int64), sub.sum(axis=1).astype(np.int64)
 
 
-class EntityAwareRanking(Operator):
-    """Keep the ``k`` chunks covering the most query entities, then with most occurrences (§3.2).
+def entity_aware_ranking(rows: IntArray, chunk_entities: sp.csr_matrix, sources: IntArray, k: int) -> Scored:
+    """The ``k`` chunks covering the most query entities, then with most occurrences (§3.2).
 
-    Ties keep document (row) order.
+    Ties keep document (row) order. Ids are chunk rows (= tree nodes).
+    """
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    cov, occ = coverage_and_occurrence(chunk_entities, rows, sources)
+    order = np.lexsort((rows, -occ, -cov))[:k]
+    score = cov[order] + occ[order] / (1.0 + float(occ.max(initial=0)))
+    return Scored(rows[order], score.astype(np.float32), kind="node")
+
+
+def rank_scores(n: int) -> np.ndarray:
+    """Scores of a list in its given order: ``1 / (1 + rank)``."""
+    return (1.0 / (1.0 + np.arange(n))).astype(np.float32)
+
+
+# -- the index's E2GraphRAG state ------------------------------------------------------
+@dataclass
+class E2State:
+    """Per-index objects, built once (``IndexView.cached``): graph, tree, extractor."""
+
+    graph: Graph
+    tree: TreeArrays
+    extractor: EntityExtractor
+    tree_g: int
+    summary_tokens: np.ndarray
+    query_terms: dict[str, list[str]] = field(default_factory=dict)
+
+    def entities(self, text: str) -> list[str]:
+        terms = self.query_terms.get(text)
+        if terms is None:
+            if len(self.query_terms) >= _QUERY_CACHE:
+                self.query_terms.clear()
+            terms = self.query_terms[text] = self.extractor.entities(text)
+        return terms
+
+
+def load_state(index: IndexView) -> E2State:
+    """The tree and entity graph of ``index`` and the extractor they were built with (memoized)."""
+
+    def factory() -> E2State:
+        gdata, tdata = index.structure("entity_graph"), index.structure("tree")
+        n = len(index.chunks)
+        for name, data in (("entity_graph", gdata), ("tree", tdata)):
+            if int(data.meta.get("n_chunks", -1)) != n:
+                raise ConfigError(
+                    f"structure {name!r} covers {data.meta.get('n_chunks')} chunks but the index has {n}; "
+                    "re-run `paretorag index` to rebuild it"
+                )
+        graph = graph_from_structure(gdata)
+        tree = TreeArrays.from_structure(tdata)
+        meta = gdata.meta
+        extractor = EntityExtractor(
+            labels=tuple(meta["labels"]), split_names=bool(meta["split_names"]), sentences=meta["sentences"]
+        )
+        tokens = np.asarray([index.count_tokens(s) for s in tree.summaries], dtype=np.int64)
+        g = int(tdata.meta.get("settings", {}).get("g", 0))
+        return E2State(graph, tree, extractor, g, tokens)
+
+    state: E2State = index.cached("e2graphrag.state", factory)
+    return state
+
+
+# -- registered operators ------------------------------------------------------------------
+class _E2Operator(Operator):
+    kind = "e2graphrag"
+    structures = ("vectors", "tree", "entity_graph")
+    paper = PAPER
+
+
+@register_operator
+class QuestionEntities(_E2Operator):
+    """The question's entities, extracted as at indexing and mapped to graph vertices
+    (§3.2, Algorithm 1 line 1). Sets ``state.terms``; vertices in first-mention order.
+
+    Parameters
+    ----------
+    first_line : bool
+        Read the question's first line only, so that the options of a multiple-choice
+        question are not read as question entities (App. B; the authors' code does too).
+    """
+
+    name = "e2graphrag.entities"
+    produces = "entity"
+
+    def __init__(self, *, first_line: bool = True) -> None:
+        self.first_line = first_line
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        e2 = load_state(index)
+        text = state.question.strip().split("\n", 1)[0] if self.first_line else state.question
+        state.terms = e2.entities(text)
+        sources = map_entities(state.terms, e2.graph.ids)
+        state.info["entities"] = state.terms
+        state.info["mapped"] = [e2.graph.names[v] for v in sources]
+        return Scored(sources, rank_scores(sources.size), "entity")
+
+
+@register_operator
+class CollapsedTree(_E2Operator):
+    """Dense top-k over the collapsed tree, chunks and summaries alike (§3.2, global mode).
 
     Parameters
     ----------
     k : int
-        Chunks kept.
+        Tree nodes returned (paper: 25).
     """
+
+    name = "e2graphrag.collapsed_tree"
+    produces = "node"
 
     def __init__(self, *, k: int = 25) -> None:
         self.k = k
 
-    def __call__(self, rows: IntArray, chunk_entities: sp.csr_matrix, sources: IntArray) -> Scored:
+    def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
-        rows = np.sort(np.asarray(rows, dtype=np.int64))
-        cov, occ = coverage_and_occurrence(chunk_entities, rows, sources)
-        order = np.lexsort((rows, -occ, -cov))[:k]
-        score = cov[order] + occ[order] / (1.0 + float(occ.max(initial=0)))
-        return Scored(rows[order], score.astype(np.float32), kind="chunk")
+        tree = load_state(index).tree
+        qv = state.vector(index)
+        return collapsed_tree_search(index.dense_search(qv, k), tree.summary_vectors, tree.n_chunks, qv, k)
+
+
+@register_operator
+class LocalMapping(_E2Operator):
+    """Local mode (§3.2; Algorithm 1 lines 5-14): Graph Filter, Index Mapping, and while
+    more than ``k`` chunks map, a lower ``h``; an emptied set reverts to the last
+    non-empty one, cut to ``k`` by Entity-Aware Ranking.
+
+    Sets ``state.mode``/``branch``: ``local`` (``mapping``, ``shrink``, ``entity_aware``,
+    ``revert_first_k``) or ``global`` with ``no_pair`` / ``no_shared_chunk`` and nothing
+    retrieved (the method then runs the global operator). Algorithm 1 leaves the last
+    case open; as the authors' code does, it is a global query.
+
+    Parameters
+    ----------
+    k : int
+        Chunks kept (25).
+    h : int
+        Initial hop threshold (4).
+    graph_filter : bool
+        False: Table 3 "w/o Graph Filter" (every pair kept; too many candidates go
+        straight to Entity-Aware Ranking).
+    entity_aware : bool
+        False: Table 3 "w/o Entity-Aware Ranking" (the reverted set is cut to its first
+        ``k`` chunks in document order).
+    """
+
+    name = "e2graphrag.local"
+    produces = "node"
+    consumes = ("entity",)
+
+    def __init__(
+        self, *, k: int = 25, h: int = 4, graph_filter: bool = True, entity_aware: bool = True
+    ) -> None:
+        self.k = k
+        self.h = h
+        self.graph_filter = graph_filter
+        self.entity_aware = entity_aware
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        k = check_positive_int(self, "k", self.k)
+        h = check_nonneg_int(self, "h", self.h)
+        graph = load_state(index).graph
+        sources = state.get("entity").ids
+        occ, chunk_entities = graph.node_chunks, graph.chunk_nodes
+        if self.graph_filter:
+            dist = hop_distances(graph.adjacency, sources, h, graph.component)
+            pairs = graph_filter(dist, h)
+        else:
+            dist = None
+            pairs = np.stack(np.triu_indices(sources.size, 1), axis=1).astype(np.int64)
+        state.info["pairs"] = [[graph.names[sources[a]], graph.names[sources[b]]] for a, b in pairs]
+        cands = index_mapping(occ, sources, pairs)
+        state.info["candidates"] = {str(h): int(cands.size)}
+        if pairs.size == 0 or cands.size == 0:
+            state.mode, state.branch = "global", "no_pair" if pairs.size == 0 else "no_shared_chunk"
+            return Scored.empty("node")
+        state.mode = "local"
+        if cands.size <= k:
+            state.branch = "mapping"
+            return entity_aware_ranking(cands, chunk_entities, sources, int(cands.size))
+        if dist is None:  # w/o Graph Filter: lowering h cannot shrink the set
+            state.branch = "entity_aware"
+            return entity_aware_ranking(cands, chunk_entities, sources, k)
+        prev, hh = cands, h
+        while cands.size > k:
+            prev, hh = cands, hh - 1
+            cands = index_mapping(occ, sources, graph_filter(dist, hh))
+            state.info["candidates"][str(hh)] = int(cands.size)
+        state.info["h"] = hh
+        if cands.size:
+            state.branch = "shrink"
+            return entity_aware_ranking(cands, chunk_entities, sources, int(cands.size))
+        state.info["h"] = hh + 1  # reverted to the last non-empty set
+        if self.entity_aware:
+            state.branch = "entity_aware"
+            return entity_aware_ranking(prev, chunk_entities, sources, k)
+        state.branch = "revert_first_k"
+        first = np.sort(prev)[:k]
+        return Scored(first, rank_scores(first.size), "node")
+
+
+@register_operator
+class GlobalOccurrence(_E2Operator):
+    """Global mode with entities (§3.2): dense top-2k over the collapsed tree, then
+    Occurrence Ranking keeps ``k``.
+
+    Parameters
+    ----------
+    k : int
+        Tree nodes kept (25).
+    dense : bool
+        False: Table 3 "w/o Dense Retrieval" (all tree nodes are candidates, ranked by
+        occurrences; nodes without any occurrence are dropped).
+    occurrence : bool
+        False: Table 3 "w/o Occurrence Ranking" (the dense top-k is kept).
+    """
+
+    name = "e2graphrag.global"
+    produces = "node"
+    consumes = ("entity",)
+
+    def __init__(self, *, k: int = 25, dense: bool = True, occurrence: bool = True) -> None:
+        self.k = k
+        self.dense = dense
+        self.occurrence = occurrence
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        k = check_positive_int(self, "k", self.k)
+        e2 = load_state(index)
+        tree, sources = e2.tree, state.get("entity").ids
+        if self.dense and not self.occurrence:
+            return CollapsedTree(k=k).run(index, state)
+        if not self.dense and not self.occurrence:
+            return Scored.empty("node")
+        weights_c = chunk_occurrences(e2.graph.node_chunks, sources)
+        if self.dense:
+            cands = CollapsedTree(k=2 * k).run(index, state)
+            w = node_weights(weights_c, tree.first_row, tree.last_row, cands.ids)
+            return occurrence_ranking(cands, w, k)
+        allnodes = np.arange(tree.n_nodes, dtype=np.int64)
+        w = node_weights(weights_c, tree.first_row, tree.last_row, allnodes)
+        keep = np.flatnonzero(w > 0)  # without dense scores, a zero-weight node is arbitrary
+        return occurrence_ranking(Scored(allnodes[keep], np.zeros(keep.size, np.float32), "node"), w[keep], k)
 
 
 __all__ = [
-    "CollapsedTreeSearch",
-    "EntityAwareRanking",
-    "GraphFilter",
-    "IndexMapping",
-    "OccurrenceRanking",
+    "CollapsedTree",
+    "E2State",
+    "GlobalOccurrence",
+    "LocalMapping",
+    "QuestionEntities",
     "chunk_occurrences",
+    "collapsed_tree_search",
     "coverage_and_occurrence",
-    "hop_distances",
+    "entity_aware_ranking",
+    "graph_filter",
+    "index_mapping",
+    "load_state",
     "map_entities",
     "node_weights",
+    "occurrence_ranking",
+    "rank_scores",
 ]

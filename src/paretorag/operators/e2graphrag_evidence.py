@@ -6,18 +6,27 @@ pairs is listed once under the union of their entities), runs of adjacent chunks
 merged without their overlap, groups ordered by entity coverage and chunks within a
 group in document order. Passages are numbered across groups so that the answer
 can cite them as ``[n]``.
+
+The registered operator ``e2graphrag.evidence`` turns the retrieved tree nodes into
+context items and this evidence text, within the query's token budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..store import ChunkTable
-from ..types import IntArray
+from ..types import ContextItem, IntArray, Scored
+from .base import Operator, register_operator
+from .e2graphrag import PAPER, load_state, rank_scores
+
+if TYPE_CHECKING:
+    from ..query import IndexView, State
 
 
 def entity_keys(
@@ -171,8 +180,85 @@ def evidence_units(
     return out
 
 
+def _within_budget(index: IndexView, units: list[Evidence], limit: int | None) -> tuple[int, bool]:
+    """How many units (best first) fit the token budget once grouped and formatted.
+
+    Returns the count and whether that many fit (one unit is kept even when it does
+    not: the context packer then cuts it).
+    """
+    if limit is None:
+        return len(units), True
+
+    def fits(m: int) -> bool:
+        return index.count_tokens(format_evidence(group_evidence(units[:m]))) <= limit
+
+    if fits(len(units)):
+        return len(units), True
+    lo, hi = 0, len(units)  # fits(lo) (vacuously for 0), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return (lo, True) if lo else (1, False)
+
+
+@register_operator
+class EvidenceFormat(Operator):
+    """Retrieved tree nodes as E2GraphRAG's evidence (end of §3.2), within the budget.
+
+    Reads the ``"node"`` result (best first), groups the nodes under the query
+    entities they contain, merges adjacent chunks, and sets ``state.items`` and
+    ``state.context_text``; produces the retrieved chunk rows.
+    """
+
+    name = "e2graphrag.evidence"
+    kind = "e2graphrag"
+    produces = "chunk"
+    consumes = ("node", "entity")
+    structures = ("vectors", "tree", "entity_graph")
+    paper = PAPER
+
+    def __init__(self) -> None:
+        pass
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        e2 = load_state(index)
+        tree, graph, chunks = e2.tree, e2.graph, index.chunks
+        n = tree.n_chunks
+        ids = state.get("node").ids
+        sources = state.results["entity"].ids if "entity" in state.results else np.zeros(0, np.int64)
+        rows = ids[ids < n]
+        state.info["summaries"] = [int(i) for i in ids[ids >= n]]
+        if ids.size == 0:
+            state.items, state.context_text = [], ""
+            return Scored(rows, rank_scores(rows.size))
+        first, last = tree.first_row[ids], tree.last_row[ids]
+        keys = entity_keys(graph.node_chunks, sources, graph.names, first, last)
+        units = evidence_units(chunks, tree.summaries, ids, first, keys)
+        rank = {int(node): j for j, node in enumerate(ids)}
+        keep, fits = _within_budget(index, units, state.options.budget.max_tokens)
+        groups = group_evidence(units[:keep])
+        items: list[ContextItem] = []
+        for _, passages in groups:
+            for p in passages:
+                j = min(rank[x] for x in p.nodes)
+                r0 = p.rows[0]
+                if p.is_summary:
+                    cid = f"{chunks.doc_ids[r0]}#s{p.nodes[0] - n}"
+                    ntok = int(e2.summary_tokens[p.nodes[0] - n])
+                else:
+                    cid, ntok = chunks.ids[r0], int(sum(int(chunks.n_tokens[x]) for x in p.rows))
+                items.append(ContextItem(cid, p.doc_id, p.title, p.text, float(1.0 / (1.0 + j)), ntok, r0))
+        state.items = items
+        # a single passage over the budget: let the context packer cut it (numbered format)
+        state.context_text = format_evidence(groups) if fits else None
+        if keep < len(units):
+            state.info["dropped_for_budget"] = len(units) - keep
+        return Scored(rows, rank_scores(rows.size))
+
+
 __all__ = [
     "Evidence",
+    "EvidenceFormat",
     "Passage",
     "entity_keys",
     "evidence_units",
