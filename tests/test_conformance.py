@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from paretorag import RAG, available_methods, get_method
-from paretorag.graphs.base import BUILDERS
+from paretorag.graphs.base import available_builders
 from paretorag.methods.base import Method
 from paretorag.providers.embedders import HashEmbedder
 
@@ -26,7 +26,7 @@ def test_method_declares_itself(name):
     m = get_method(name)
     assert isinstance(m, Method) and m.name == name and m.paper
     for s in m.requires:
-        assert s == "vectors" or s in BUILDERS, f"{name} requires unknown structure {s}"
+        assert s == "vectors" or s in available_builders(), f"{name} requires unknown structure {s}"
     params = m.get_params()
     clone = m.clone()
     assert clone.get_params() == params and clone is not m

@@ -19,12 +19,14 @@ from paretorag.graphs.base import StructureData
 from paretorag.graphs.entities import graph_from_mentions
 from paretorag.graphs.tree import SummaryTree
 from paretorag.methods import get_method
-from paretorag.methods.base import QueryOptions
-from paretorag.methods.e2graphrag import ABLATIONS, E2GraphRAG, E2State
+from paretorag.methods.base import METHODS, QueryOptions
+from paretorag.methods.e2graphrag import E2GraphRAG
+from paretorag.operators.e2graphrag import E2State
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import FakeLLM
 from paretorag.store import ChunkTable
+from paretorag.structures import graph_to_structure
 from paretorag.types import Budget, Chunk, ContextItem, FloatArray, Scored
 
 N = 40
@@ -93,9 +95,9 @@ class FakeIndex:
         self.vectors = self._emb.embed(list(self.chunks.texts))
         llm = FakeLLM(lambda r: "Summary: " + r.task.texts[0][:40])
         tree = SummaryTree(g=5).build(BuildCtx(self.chunks, llm))
-        graph = StructureData(
+        graph = graph_to_structure(
             graph_from_mentions(per, N),
-            {"n_chunks": N, "labels": ["PERSON"], "split_names": True, "sentences": "senter"},
+            meta={"n_chunks": N, "labels": ["PERSON"], "split_names": True, "sentences": "senter"},
         )
         self._structures = {"tree": tree, "entity_graph": graph}
         self._memo: dict[str, Any] = {}
@@ -150,7 +152,7 @@ def ask(index: FakeIndex, terms: list[str], method: str = "e2graphrag", k: int |
 
 @pytest.fixture(scope="module", autouse=True)
 def _load_state(index: FakeIndex) -> None:
-    from paretorag.methods.e2graphrag import load_state
+    from paretorag.operators.e2graphrag import load_state
 
     index.cached("e2graphrag.state", lambda: load_state(index))
 
@@ -175,7 +177,7 @@ def test_one_entity_is_global_with_occurrence_ranking(index: FakeIndex) -> None:
     assert (r.mode, r.branch) == ("global", "no_pair")
     assert index.dense_calls == [50]  # dense top-2k candidates
     state: E2State = index.cached("e2graphrag.state", lambda: None)
-    occ = state.graph.entity_chunks[state.graph.ids["harry"]].toarray().ravel()
+    occ = state.graph.node_chunks[state.graph.ids["harry"]].toarray().ravel()
     # every node is a candidate (2k = 50 = all nodes): the top node is the summary with most occurrences
     t = state.tree
     sums = [int(occ[t.first_row[v] : t.last_row[v] + 1].sum()) for v in range(t.n_nodes)]
@@ -225,7 +227,7 @@ def test_pairs_sharing_no_chunk_fall_back_to_global(index: FakeIndex) -> None:
 
 
 def test_ablations_follow_table_3(index: FakeIndex) -> None:
-    assert set(ABLATIONS) == {
+    assert {name for name in METHODS if name.startswith("e2graphrag-")} == {
         "e2graphrag-dense-only",
         "e2graphrag-no-graph-filter",
         "e2graphrag-no-entity-aware",
@@ -234,6 +236,7 @@ def test_ablations_follow_table_3(index: FakeIndex) -> None:
         "e2graphrag-no-occurrence",
         "e2graphrag-no-dense-no-occurrence",
     }
+    assert METHODS["e2graphrag-no-dense"].cls is E2GraphRAG  # a preset, not a generated class
     assert get_method("e2graphrag-no-dense").get_params()["dense"] is False
     assert get_method("e2graphrag-no-dense", dense=True).get_params()["dense"] is True
     r = ask(index, ["snape", "harry"], "e2graphrag-dense-only")

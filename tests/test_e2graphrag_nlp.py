@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from paretorag.errors import ConfigError, MissingDependencyError
-from paretorag.graphs.base import StructureData
-from paretorag.graphs.entities import EntityGraphArrays, graph_from_mentions
+from paretorag.graphs.entities import graph_from_mentions
 from paretorag.operators.e2graphrag import map_entities
 from paretorag.providers.nlp import EntityExtractor, load_pipeline, normalize
 
@@ -44,7 +43,7 @@ def test_entities_are_named_entities_and_nouns_normalized(extractor: EntityExtra
 
 def test_query_entities_map_onto_the_vertices_of_the_text(extractor: EntityExtractor) -> None:
     sents = [ex.sentences for ex in extractor.extract([STORY])]
-    graph = EntityGraphArrays.from_structure(StructureData(graph_from_mentions(sents, 1), {"n_chunks": 1}))
+    graph = graph_from_mentions(sents, 1)
     terms = extractor.entities("Why did HARRY'S wolf howl at the Moons with Hermione?")
     mapped = [graph.names[v] for v in map_entities(terms, graph.ids)]
     assert {"harry", "wolf", "moon", "hermione"} <= set(mapped)

@@ -8,17 +8,18 @@ import pytest
 import scipy.sparse as sp
 
 from paretorag.errors import ConfigError
-from paretorag.graphs.base import StructureData
-from paretorag.graphs.entities import EntityGraphArrays, graph_from_mentions
+from paretorag.graph import Graph
+from paretorag.graphs.entities import graph_from_mentions
+from paretorag.kernels import hop_distances
 from paretorag.operators import e2graphrag as op
 from paretorag.operators import e2graphrag_evidence as ev
 from paretorag.store import ChunkTable
+from paretorag.structures import graph_from_structure, graph_to_structure
 from paretorag.types import Chunk, Scored
 
 
-def load_graph(per_chunk: list[list[list[str]]]) -> EntityGraphArrays:
-    arrays = graph_from_mentions(per_chunk, len(per_chunk))
-    return EntityGraphArrays.from_structure(StructureData(arrays, {"n_chunks": len(per_chunk)}))
+def load_graph(per_chunk: list[list[list[str]]]) -> Graph:
+    return graph_from_structure(graph_to_structure(graph_from_mentions(per_chunk, len(per_chunk))))
 
 
 def test_graph_counts_sentence_cooccurrence_and_occurrences() -> None:
@@ -34,9 +35,9 @@ def test_graph_counts_sentence_cooccurrence_and_occurrences() -> None:
     assert adj[i["harry"], i["wand"]] == adj[i["wand"], i["harry"]] == 2  # two sentences
     assert adj[i["harry"], i["snape"]] == 1 and adj[i["snape"], i["wand"]] == 0
     assert adj.diagonal().sum() == 0 and adj[i["owl"]].sum() == 0  # no self-loops, owl isolated
-    occ = g.entity_chunks.toarray()
+    occ = g.node_chunks.toarray()
     assert occ[i["harry"]].tolist() == [3, 1] and occ[i["owl"]].tolist() == [0, 1]
-    assert (g.chunk_entities.toarray() == occ.T).all()
+    assert (g.chunk_nodes.toarray() == occ.T).all()
     assert g.component[i["owl"]] != g.component[i["harry"]] == g.component[i["snape"]]
 
 
@@ -56,7 +57,7 @@ def test_hop_distances_match_networkx_shortest_paths(seed: int) -> None:
     lengths = dict(nx.all_pairs_shortest_path_length(G))
     for h in range(0, 6):
         for component in (comp, None):
-            d = op.hop_distances(adj, sources, h, component)
+            d = hop_distances(adj, sources, h, component)
             for a in range(9):
                 for b in range(9):
                     true = lengths[int(sources[a])].get(int(sources[b]), 10**9)
@@ -65,11 +66,11 @@ def test_hop_distances_match_networkx_shortest_paths(seed: int) -> None:
 
 def test_graph_filter_keeps_pairs_within_h_and_validates_h() -> None:
     d = np.array([[0, 1, 3, 5], [1, 0, 2, 5], [3, 2, 0, 5], [5, 5, 5, 0]])
-    assert op.GraphFilter(h=2)(d).tolist() == [[0, 1], [1, 2]]
-    assert op.GraphFilter(h=3)(d).tolist() == [[0, 1], [0, 2], [1, 2]]
-    assert op.GraphFilter(h=0)(d).shape == (0, 2)
+    assert op.graph_filter(d, 2).tolist() == [[0, 1], [1, 2]]
+    assert op.graph_filter(d, 3).tolist() == [[0, 1], [0, 2], [1, 2]]
+    assert op.graph_filter(d, 0).shape == (0, 2)
     with pytest.raises(ConfigError, match="h must be"):
-        op.GraphFilter(h=-1)(d)
+        op.graph_filter(d, -1)
 
 
 def test_index_mapping_is_union_of_pair_intersections() -> None:
@@ -84,7 +85,10 @@ def test_index_mapping_is_union_of_pair_intersections() -> None:
         )
     )
     sources = np.array([0, 1, 2])
-    m = op.IndexMapping()
+
+    def m(occ, sources, pairs):
+        return op.index_mapping(occ, sources, pairs)
+
     assert m(occ, sources, np.array([[0, 1]])).tolist() == [1, 3]
     assert m(occ, sources, np.array([[0, 1], [1, 2]])).tolist() == [1, 3, 4]
     assert m(occ, sources, np.array([[0, 2]])).tolist() == [0]
@@ -115,10 +119,10 @@ def test_occurrence_ranking_reproduces_the_case_study() -> None:
     dense = Scored(
         np.array([7, 10, 3, 5, 0]), np.array([0.9, 0.8, 0.7, 0.6, 0.5]), kind="node"
     )  # c8 s2 c4 c6 c1
-    top = op.OccurrenceRanking(k=2)(dense, op.node_weights(chunk_w, first, last, dense.ids))
+    top = op.occurrence_ranking(dense, op.node_weights(chunk_w, first, last, dense.ids), 2)
     assert top.ids.tolist() == [10, 3]  # "we ultimately select c4 and s2"
     # zero weights keep the dense order at the end
-    assert op.OccurrenceRanking(k=5)(dense, np.array([0, 0, 1, 0, 0])).ids.tolist() == [3, 7, 10, 5, 0]
+    assert op.occurrence_ranking(dense, np.array([0, 0, 1, 0, 0]), 5).ids.tolist() == [3, 7, 10, 5, 0]
 
 
 def test_chunk_occurrences_sum_query_entities() -> None:
@@ -140,7 +144,7 @@ def test_entity_aware_ranking_orders_by_coverage_then_occurrence() -> None:
             ]
         )
     )
-    top = op.EntityAwareRanking(k=4)(np.array([4, 3, 2, 1, 0]), ce, np.array([0, 1, 2]))
+    top = op.entity_aware_ranking(np.array([4, 3, 2, 1, 0]), ce, np.array([0, 1, 2]), 4)
     assert top.ids.tolist() == [2, 1, 4, 3]
     assert np.all(np.diff(top.scores) < 0)
 
@@ -149,7 +153,7 @@ def test_collapsed_tree_search_merges_chunks_and_summaries() -> None:
     q = np.array([1.0, 0.0], np.float32)
     summaries = np.array([[0.6, 0.8], [0.95, np.sqrt(1 - 0.95**2)]], np.float32)
     hits = Scored(np.array([2, 0, 1]), np.array([0.9, 0.5, 0.1]))
-    out = op.CollapsedTreeSearch(k=3)(hits, summaries, 3, q)
+    out = op.collapsed_tree_search(hits, summaries, 3, q, 3)
     assert out.kind == "node" and out.ids.tolist() == [4, 2, 3]  # s1 (0.95), c2 (0.9), s0 (0.6)
 
 

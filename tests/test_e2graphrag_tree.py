@@ -9,13 +9,13 @@ import pytest
 
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import StructureData
-from paretorag.graphs.entities import EntityGraphArrays, graph_from_mentions
+from paretorag.graphs.entities import graph_from_mentions
 from paretorag.graphs.tree import SUMMARY_PROMPT, SummaryTree, TreeArrays, expected_calls, level_sizes
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import FakeLLM
 from paretorag.store import ChunkTable
-from paretorag.structures import load_structure, save_structure
+from paretorag.structures import graph_from_structure, graph_to_structure, load_structure, save_structure
 from paretorag.types import Chunk
 
 TEXT = "".join(f"Line {i:04d} of a long story about the sea. " for i in range(2000))
@@ -127,7 +127,7 @@ def test_structures_round_trip_through_disk_without_pickle(tmp_path: Path) -> No
     save_structure(tmp_path, "tree-x", data)
     back = TreeArrays.from_structure(load_structure(tmp_path, "tree-x"))
     assert back.summaries == ["S(1)"] * 3 and back.n_chunks == 12
-    g = StructureData(graph_from_mentions([[["ångström", "café"]], [["café"]]], 2), {"n_chunks": 2})
+    g = graph_to_structure(graph_from_mentions([[["ångström", "café"]], [["café"]]], 2), meta={"n_chunks": 2})
     save_structure(tmp_path, "graph-x", g)
-    graph = EntityGraphArrays.from_structure(load_structure(tmp_path, "graph-x"))
-    assert graph.names == ["café", "ångström"] and graph.entity_chunks.toarray().tolist() == [[1, 1], [1, 0]]
+    graph = graph_from_structure(load_structure(tmp_path, "graph-x"))
+    assert graph.names == ["café", "ångström"] and graph.node_chunks.toarray().tolist() == [[1, 1], [1, 0]]

@@ -15,12 +15,12 @@ from paretorag.graphs.concepts import (
     chunk_documents,
     concept_edges,
     extract_concepts,
-    load_graph,
     load_sentences,
 )
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.store import ChunkTable
+from paretorag.structures import graph_from_structure
 from paretorag.textutil import split_sentences
 from paretorag.types import Chunk
 
@@ -116,13 +116,15 @@ def test_dice_weights_and_both_thresholds() -> None:
 def test_concept_vectors_are_mean_of_sentence_embeddings() -> None:
     ctx = Ctx(table(CORPUS))
     data = ConceptGraph(top_n=50, max_df=1.0, include_title=False).build(ctx)
-    names = data.arrays["concepts"].tolist()
+    graph = graph_from_structure(data)
+    names = graph.names
     emb = HashEmbedder(32)
     sentences = [s for text in CORPUS for s in split_sentences(text)]
     for word in ("acme", "prize", "ouse", "welding"):
         containing = sorted({s for s in sentences if word in s.lower().replace(".", " ").split()})
         expected = emb.embed(containing).mean(axis=0)
-        np.testing.assert_allclose(data.arrays["concept_vectors"][names.index(word)], expected, atol=1e-6)
+        expected /= np.linalg.norm(expected)  # stored normalized, as the node index reads them
+        np.testing.assert_allclose(graph.node_vectors[names.index(word)], expected, atol=1e-6)
     # every distinct sentence holding a concept is embedded once, in one call
     assert len(ctx.embedder.calls) == 1
     embedded = ctx.embedder.calls[0]
@@ -138,12 +140,12 @@ def test_structure_arrays_are_safe_and_round_trip() -> None:
         loaded = StructureData({k: npz[k] for k in npz.files}, data.meta)
     for arr in loaded.arrays.values():
         assert arr.dtype.kind in "iufU"
-    graph = load_graph(loaded)
+    graph = graph_from_structure(loaded)
     n = data.meta["n_concepts"]
-    assert graph.adjacency.shape == (n, n) and graph.concept_chunks.shape == (n, 4)
+    assert graph.adjacency.shape == (n, n) and graph.node_chunks.shape == (n, 4)
     assert (graph.adjacency != graph.adjacency.T).nnz == 0
     assert data.meta["n_edges"] == graph.adjacency.nnz // 2 > 0
-    np.testing.assert_allclose(np.linalg.norm(graph.vectors, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(graph.node_vectors, axis=1), 1.0, rtol=1e-5)
     sents, chunk_of = load_sentences(loaded)
     assert sents.shape[0] == chunk_of.size == data.meta["n_sentences"]
     # core chunks: top ceil(0.8 * 4) = 4 chunks... with kappa 0.5, 2 chunks, best first
@@ -157,9 +159,9 @@ def test_structure_arrays_are_safe_and_round_trip() -> None:
 
 def test_sentence_cooccurrence_is_sparser_than_chunk_cooccurrence() -> None:
     data = ConceptGraph(top_n=50, max_df=1.0).build(Ctx(table(CORPUS)))
-    graph = load_graph(data)
+    graph = graph_from_structure(data)
     sents, _ = load_sentences(data)
-    chunk_level = concept_edges(graph.concept_chunks.T.tocsr(), None, theta_co=1)
+    chunk_level = concept_edges(graph.node_chunks.T.tocsr(), None, theta_co=1)
     sentence_level = concept_edges(sents, None, theta_co=1)
     assert 0 < sentence_level.nnz < chunk_level.nnz
 
@@ -169,4 +171,4 @@ def test_titles_become_sentences_and_empty_corpus_builds() -> None:
     assert docs == [["Victor Hugo", "He was born in Paris."]]
     data = ConceptGraph().build(Ctx(table(["", "1990 2001"])))
     assert data.meta["n_concepts"] == 0 and data.arrays["core_rows"].size == 2
-    assert load_graph(data).adjacency.shape == (0, 0)
+    assert graph_from_structure(data).adjacency.shape == (0, 0)

@@ -10,7 +10,7 @@ import pytest
 from paretorag.errors import ConfigError, MissingStructureError
 from paretorag.ingest import make_document
 from paretorag.methods import METHODS, get_method
-from paretorag.methods.base import IndexView, Method, QueryOptions, Retrieval
+from paretorag.methods.base import IndexView, Method, MethodSpec, QueryOptions, Retrieval
 from paretorag.methods.g2cons import G2ConS, G2ConSConcept
 from paretorag.rag import RAG
 from paretorag.types import ContextItem, Scored
@@ -43,7 +43,7 @@ def tokens(items: list[ContextItem]) -> int:
 def test_registered_with_paper_and_requirements() -> None:
     for name, cls in (("g2cons-concept", G2ConSConcept), ("g2cons", G2ConS)):
         m = get_method(name)
-        assert isinstance(m, cls) and METHODS[name] is cls
+        assert isinstance(m, cls) and METHODS[name].cls is cls
         assert "concept_graph" in m.requires and "vectors" in m.requires
         assert not m.uses_llm and "G2ConS" in m.paper
         assert m.clone().get_params() == m.get_params()
@@ -97,7 +97,7 @@ def test_ablation_graphs_differ(rag: RAG) -> None:
     loose = G2ConSConcept(theta_sem=0.0, theta_co=1, similarity_filter=False).state(view)
     chunkvec = G2ConSConcept(concept_vectors="chunk").state(view)
     assert sentence.graph.adjacency.nnz < base.graph.adjacency.nnz <= loose.graph.adjacency.nnz
-    assert not np.allclose(chunkvec.graph.vectors, base.graph.vectors)
+    assert not np.allclose(chunkvec.graph.node_vectors, base.graph.node_vectors)
     assert G2ConSConcept().state(view) is G2ConSConcept().state(view)  # memoized per index
 
 
@@ -115,7 +115,7 @@ class _Summaries(Method):
     """A second path returning one non-chunk item then chunks 0 and 1."""
 
     name = "test-summaries"
-    requires = ("vectors",)
+    structures = ("vectors",)
 
     def retrieve(self, index: IndexView, question: str, options: QueryOptions) -> Retrieval:
         summary = ContextItem("summary:0", "", "summary", "A summary of robots.", 1.0, 4, -1)
@@ -124,7 +124,7 @@ class _Summaries(Method):
 
 
 def test_dual_path_with_any_second_method(rag: RAG, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(METHODS, "test-summaries", _Summaries)
+    monkeypatch.setitem(METHODS, "test-summaries", MethodSpec(_Summaries))
     m = G2ConS(second="test-summaries", core_only=False, lam=0.5)
     r = m.retrieve(rag.view, "Who founded Acme Robotics?", QueryOptions())
     assert r.items is not None

@@ -9,20 +9,17 @@ import pytest
 import scipy.sparse as sp
 
 from paretorag.errors import ConfigError
-from paretorag.graphs.base import StructureData
+from paretorag.graph import Graph
+from paretorag.graphs.concepts import chunk_scores, select_core
+from paretorag.kernels import pagerank
 from paretorag.operators.concepts import (
-    ConceptExpansion,
-    ConceptGraphArrays,
-    ConceptLocalSearch,
-    ConceptSearch,
-    CoreChunkSelection,
-    DualPathEnsemble,
     Pick,
-    chunk_scores,
+    concept_expansion,
+    concept_local_search,
+    concept_search,
+    dual_path_ensemble,
     global_rerank,
     local_rerank,
-    pagerank,
-    select_core,
     take_within_budget,
 )
 
@@ -66,14 +63,10 @@ def test_chunk_scores_and_core_selection() -> None:
     assert select_core(scores, 0.0).tolist() == []
     with pytest.raises(ConfigError, match="kappa"):
         select_core(scores, 1.5)
-    structure = StructureData({"chunk_score": scores})
-    core = CoreChunkSelection(kappa=0.75)(structure)
-    assert core.ids.tolist() == [0, 1, 3] and core.kind == "chunk"
-    with pytest.raises(ConfigError, match="concept_graph"):
-        CoreChunkSelection()(StructureData())
+    assert select_core(scores, 0.75).tolist() == [0, 1, 3]
 
 
-def graph() -> ConceptGraphArrays:
+def graph() -> Graph:
     # concepts 0..4 in 2-d; chain 0-1-2-3 and isolated 4
     vectors = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0], [0.6, 0.8]], dtype=np.float32)
     adjacency = sp.csr_matrix(
@@ -92,41 +85,42 @@ def graph() -> ConceptGraphArrays:
             dtype=np.float32,
         )
     )
-    return ConceptGraphArrays(vectors, adjacency, concept_chunks)
+    names = [f"c{i}" for i in range(5)]
+    return Graph(names, ["concept"] * 5, adjacency, concept_chunks, node_vectors=vectors)
 
 
 def test_concept_search_and_bfs() -> None:
     g = graph()
-    top = ConceptSearch(k=2)(np.array([1, 0], np.float32), g.vectors)
+    top = concept_search(np.array([1, 0], np.float32), g.node_vectors, 2)
     assert top.ids.tolist() == [0, 1] and top.kind == "concept"
-    exp = ConceptExpansion(hops=2)(top.ids, g.adjacency)
+    exp = concept_expansion(top.ids, g.adjacency, 2)
     assert exp.ids.tolist() == [2, 3] and exp.scores.tolist() == [1.0, 0.5]
-    assert ConceptExpansion(hops=1)(np.array([4]), g.adjacency).ids.size == 0
-    assert len(ConceptExpansion(hops=0)(top.ids, g.adjacency)) == 0
-    assert ConceptSearch(k=10)(np.array([1, 0], np.float32), g.vectors).ids.size == 5
+    assert concept_expansion(np.array([4]), g.adjacency, 1).ids.size == 0
+    assert len(concept_expansion(top.ids, g.adjacency, 0)) == 0
+    assert concept_search(np.array([1, 0], np.float32), g.node_vectors, 10).ids.size == 5
 
 
 def test_local_then_global_rerank_order() -> None:
     g = graph()
     sims = np.array([0.1, 0.5, 0.9, 0.2, 0.95, 0.3], np.float32)
     # local: concept 1 first (chunks 2 then 1), then concept 0 (chunk 1 seen, chunk 0)
-    assert local_rerank(np.array([1, 0]), g.concept_chunks, sims).tolist() == [2, 1, 0]
-    assert global_rerank(np.array([0, 1, 2, 3]), g.concept_chunks, sims).tolist() == [4, 2, 1, 3, 0]
-    assert global_rerank(np.array([0, 3]), g.concept_chunks, sims, exclude=np.array([0])).tolist() == [4, 1]
+    assert local_rerank(np.array([1, 0]), g.node_chunks, sims).tolist() == [2, 1, 0]
+    assert global_rerank(np.array([0, 1, 2, 3]), g.node_chunks, sims).tolist() == [4, 2, 1, 3, 0]
+    assert global_rerank(np.array([0, 3]), g.node_chunks, sims, exclude=np.array([0])).tolist() == [4, 1]
     tokens = np.full(6, 10, np.int64)
-    rows, direct, expanded = ConceptLocalSearch(k=2, hops=2)(
-        np.array([1, 0], np.float32), g, sims, tokens, 1000
+    rows, direct, expanded = concept_local_search(
+        np.array([1, 0], np.float32), g, sims, tokens, 1000, k=2, hops=2
     )
     # direct concepts 0, 1 -> local: concept 0 first (cos 1): chunks 1 (0.5), 0 (0.1);
     # concept 1: chunk 2; then global over chunks of 0..3 not yet placed: 4 (0.95), 3 (0.2)
     assert direct.ids.tolist() == [0, 1] and expanded.ids.tolist() == [2, 3]
     assert rows.tolist() == [1, 0, 2, 4, 3]
-    naive, _, _ = ConceptLocalSearch(k=2, hops=2, rerank="naive")(
-        np.array([1, 0], np.float32), g, sims, tokens, None
+    naive, _, _ = concept_local_search(
+        np.array([1, 0], np.float32), g, sims, tokens, None, k=2, hops=2, rerank="naive"
     )
     assert naive.tolist() == [4, 2, 1, 3, 0]
     with pytest.raises(ConfigError, match="rerank"):
-        ConceptLocalSearch(rerank="bogus")(np.array([1, 0], np.float32), g, sims, tokens, None)  # type: ignore[arg-type]
+        concept_local_search(np.array([1, 0], np.float32), g, sims, tokens, None, rerank="bogus")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -145,8 +139,8 @@ def test_budget_never_exceeded(seed: int) -> None:
     g = graph()
     sims = rng.random(6).astype(np.float32)
     t6 = rng.integers(1, 50, 6).astype(np.int64)
-    found, _, _ = ConceptLocalSearch(k=3)(
-        rng.normal(size=2).astype(np.float32), g, sims, t6, int(rng.integers(1, 120))
+    found, _, _ = concept_local_search(
+        rng.normal(size=2).astype(np.float32), g, sims, t6, int(rng.integers(1, 120)), k=3
     )
     assert len(set(found.tolist())) == found.size
 
@@ -154,8 +148,7 @@ def test_budget_never_exceeded(seed: int) -> None:
 def test_ensemble_order_with_overlaps() -> None:
     concept = [10, 11, 12, 13, 14]
     second = [20, 12, 21, 10, -1, 22]
-    ens = DualPathEnsemble(lam=0.6)
-    picks = ens(concept, [10] * 5, second, [10] * 6, budget=1000)
+    picks = dual_path_ensemble(concept, [10] * 5, second, [10] * 6, budget=1000, lam=0.6)
     # shared: 10 (ranks 0 + 3 = 3) and 12 (2 + 1 = 3, second rank 1 first) -> 12, 10
     assert picks[:2] == [Pick("both", 1), Pick("both", 3)]
     assert [p.index for p in picks if p.path == "second"] == [0, 2, 4, 5]
@@ -173,7 +166,7 @@ def test_ensemble_quotas_and_budget(seed: int) -> None:
     st = [tokens[r] if r >= 0 else 50 for r in second]
     budget = int(rng.integers(100, 3000))
     lam = float(rng.uniform(0.1, 0.9))
-    picks = DualPathEnsemble(lam=lam)(concept, ct, second, st, budget)
+    picks = dual_path_ensemble(concept, ct, second, st, budget, lam=lam)
     cost = {"both": 0, "second": 0, "concept": 0}
     rows: list[int] = []
     for p in picks:
@@ -193,6 +186,6 @@ def test_ensemble_quotas_and_budget(seed: int) -> None:
 
 def test_ensemble_validates() -> None:
     with pytest.raises(ConfigError, match="lam"):
-        DualPathEnsemble(lam=2.0)([], [], [], [], 10)
+        dual_path_ensemble([], [], [], [], 10, lam=2.0)
     with pytest.raises(ConfigError, match="token count"):
-        DualPathEnsemble()([1], [], [], [], 10)
+        dual_path_ensemble([1], [], [], [], 10)

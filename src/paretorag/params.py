@@ -69,6 +69,14 @@ class Params:
         """A fresh copy with the same settings."""
         return copy.deepcopy(self)
 
+    def __eq__(self, other: object) -> bool:
+        """Same class and same settings (compared shallowly; nested Params by their own ``==``)."""
+        if not isinstance(other, Params) or type(other) is not type(self):
+            return NotImplemented
+        return self.get_params(deep=False) == other.get_params(deep=False)
+
+    __hash__ = None  # type: ignore[assignment]  # settings are mutable
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"

@@ -22,7 +22,14 @@ from typing import Literal
 import numpy as np
 
 from ..errors import ConfigError
-from ..operators.concepts import STRUCTURE, ConceptLocalSearch, CoreChunks, Rerank, dual_path_ensemble
+from ..operators.concepts import (
+    STRUCTURE,
+    ConceptLocalSearch,
+    ConceptState,
+    CoreChunks,
+    Rerank,
+    dual_path_ensemble,
+)
 from ..params import check_fraction, check_positive_int
 from ..query import IndexView, QueryOptions, Retrieval, State
 from ..types import Budget, ContextItem, Scored
@@ -83,6 +90,10 @@ class G2ConSConcept(Method):
         """The concept-path operator with this method's settings."""
         own = self.get_params(deep=False)
         return ConceptLocalSearch(**{k: own[k] for k in ConceptLocalSearch().get_params(deep=False)})
+
+    def state(self, index: IndexView) -> ConceptState:
+        """The concept graph variant these settings describe (memoized per index)."""
+        return self.search().concept_state(index)
 
     def concept_path(self, index: IndexView, state: State) -> np.ndarray:
         """Chunk rows of the concept-graph local search (§3.2.1) within beta tokens."""
