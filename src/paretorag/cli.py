@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import ConfigError, ParetoragError
@@ -204,6 +205,45 @@ def inspect(
     if documents:
         for d in stats["documents"]:
             out.print(f"{d['doc_id']}  {d['n_chunks']:>5} chunks  {d['title'][:60]}  ({d['source']})")
+
+
+def _print_catalog(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n")
+        return
+    t = Table(*columns)
+    for row in rows:
+        t.add_row(
+            *(
+                escape(", ".join(map(str, v)) if isinstance(v, list) else str(v))
+                for v in (row.get(c, "") for c in columns)
+            )
+        )
+    out.print(t)
+
+
+@app.command()
+def operators(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List every registered retrieval operator (what it produces and requires, LLM use, paper)."""
+    from . import catalog
+
+    _print_catalog(
+        catalog.operators(),
+        as_json,
+        ["name", "kind", "produces", "consumes", "requires", "uses_llm", "paper"],
+    )
+
+
+@app.command()
+def methods(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List every registered method with its steps, structures and LLM use."""
+    from . import catalog
+
+    rows = catalog.methods()
+    for row in rows:
+        steps = row.get("steps")
+        row["steps"] = [f"{s['step']}={s['operator']}" for s in steps] if steps else row.get("preset", "")
+    _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"])
 
 
 def _register_eval() -> None:
