@@ -89,6 +89,12 @@ class Ctx:
     def structure(self, name: str) -> StructureData:
         raise KeyError(name)
 
+    def cache_get(self, keys: list[str]) -> dict[str, Any]:
+        return {}  # measure the extraction itself, never a cache
+
+    def cache_put(self, items: list[tuple[str, Any]]) -> None:
+        pass
+
 
 class RemoteLikeLLM:
     """The extractive backend behind a fixed network/GPU latency (a remote server stand-in)."""

@@ -125,6 +125,12 @@ class _BuildContext:
         except KeyError:
             raise MissingStructureError(f"structure {name!r} must be built before it is used") from None
 
+    def cache_get(self, keys: list[str]) -> dict[str, Any]:
+        return self._index.store.get_kv_many(keys)
+
+    def cache_put(self, items: list[tuple[str, Any]]) -> None:
+        self._index.store.put_kv_many(items)
+
 
 class IndexWriter:
     """The write side of an index directory (used by :class:`paretorag.RAG`)."""

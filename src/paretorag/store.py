@@ -318,6 +318,23 @@ class Store:
             row = self._conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def get_kv_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        """JSON values of the ``keys`` that are stored (per-chunk extraction caches)."""
+        out: dict[str, Any] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                part = list(keys[i : i + 500])
+                q = f"SELECT key, value FROM kv WHERE key IN ({','.join('?' * len(part))})"
+                for k, v in self._conn.execute(q, part):
+                    out[str(k)] = json.loads(v)
+        return out
+
+    def put_kv_many(self, items: Sequence[tuple[str, Any]]) -> None:
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in items]
+            )
+
     def put_kv(self, key: str, value: Any) -> None:
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", (key, json.dumps(value)))

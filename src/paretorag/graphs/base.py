@@ -48,6 +48,14 @@ class BuildContext(Protocol):
         """A structure built earlier in this run (listed in the builder's ``requires``)."""
         ...
 
+    def cache_get(self, keys: list[str]) -> dict[str, Any]:
+        """Per-chunk results cached in the index by an earlier build (JSON values)."""
+        ...
+
+    def cache_put(self, items: list[tuple[str, Any]]) -> None:
+        """Cache per-chunk results (JSON values) so that an insert redoes only new chunks."""
+        ...
+
 
 class Builder(Params):
     """Base class of structure builders. Subclasses set ``name`` and implement ``build``."""

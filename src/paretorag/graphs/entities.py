@@ -20,6 +20,7 @@ in sorted order, so a build is deterministic.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,7 @@ from ..errors import ConfigError
 from ..graph import Graph
 from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
+from ..store import text_hash
 from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
 
@@ -160,13 +162,23 @@ class EntityGraph(Builder):
         chunks = ctx.chunks
         extractor = self.extractor(ctx.workers)
         t0 = time.perf_counter()
+        # per-chunk results are cached by chunk text and extractor settings, so an insert
+        # runs spaCy on its new chunks only and a delete on none (the graph is re-assembled)
+        salt = json.dumps({"model": MODEL, "v": self.version, **self.identity()}, sort_keys=True, default=str)
+        keys = [f"entities:{text_hash(salt + chr(0) + t)}" for t in chunks.texts]
+        cached = ctx.cache_get(sorted(set(keys)))
+        todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
         n_tokens = 0
-        per_chunk: list[list[list[str]]] = []
-        with ctx.progress.task("entity graph (spaCy)", total=len(chunks)) as bar:
-            for ex in extractor.extract(chunks.texts):
-                per_chunk.append(ex.sentences)
+        fresh: list[tuple[str, Any]] = []
+        with ctx.progress.task("entity graph (spaCy)", total=len(todo)) as bar:
+            for i, ex in zip(todo, extractor.extract([chunks.texts[i] for i in todo]), strict=True):
+                fresh.append((keys[i], {"sentences": ex.sentences, "n_tokens": ex.n_tokens}))
                 n_tokens += ex.n_tokens
                 bar.advance()
+        if fresh:
+            ctx.cache_put(fresh)
+            cached.update(fresh)
+        per_chunk = [cached[k]["sentences"] for k in keys]
         seconds_nlp = time.perf_counter() - t0
         graph = graph_from_mentions(per_chunk, len(chunks))
         stats: dict[str, Any] = {
@@ -177,6 +189,8 @@ class EntityGraph(Builder):
             "spacy_seconds": round(seconds_nlp, 4),
             "spacy_tokens_per_s": round(n_tokens / seconds_nlp, 1) if seconds_nlp > 0 else 0.0,
             "n_process": extractor.n_process,
+            "chunks_extracted": len(todo),
+            "chunks_from_cache": len(chunks) - len(todo),
         }
         meta = {
             "n_chunks": len(chunks),
