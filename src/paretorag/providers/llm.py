@@ -135,6 +135,15 @@ class ExtractiveLLM:
         self.max_summary_words = max_summary_words
         self.answer_sentences = answer_sentences
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": "extractive",
+            "summary_ratio": self.summary_ratio,
+            "max_summary_words": self.max_summary_words,
+            "answer_sentences": self.answer_sentences,
+        }
+
     def complete(self, request: Request) -> Completion:
         task = request.task
         if task.kind == "summarize":
@@ -225,11 +234,29 @@ class OpenAILLM:
 
         if not model:
             raise ConfigError("OpenAILLM needs a model name: --llm openai:MODEL")
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or ""
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.client = JSONClient(url, key, timeout=timeout, max_retries=max_retries, backoff=backoff)
+        if not url:
+            if not key:
+                raise ConfigError(
+                    f"--llm openai:{model} needs OPENAI_BASE_URL (your server, e.g. "
+                    "http://127.0.0.1:8000/v1 for vLLM, Ollama or llama.cpp server) or OPENAI_API_KEY "
+                    "(for api.openai.com); neither is set"
+                )
+            url = "https://api.openai.com/v1"
+        self.client = JSONClient(
+            url,
+            key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            hint="OPENAI_BASE_URL sets the server's URL",
+        )
+        self.base_url = self.client.base_url
         self.model = model
         self.name = f"openai:{model}"
+        # what the response cache is keyed by (with the request's messages and settings)
+        self.identity = {"backend": "openai", "base_url": self.base_url, "model": model}
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
