@@ -150,7 +150,7 @@ def test_openai_without_environment_fails_at_once(monkeypatch):
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ConfigError, match="OPENAI_BASE_URL.*OPENAI_API_KEY"):
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL.*OPENAI_API_KEY"):
         make_llm("openai:gpt-4o-mini")
     # a refused connection is not retried for long
     with socket.socket() as s:
@@ -158,6 +158,6 @@ def test_openai_without_environment_fails_at_once(monkeypatch):
         port = s.getsockname()[1]
     llm = OpenAILLM("m", base_url=f"http://127.0.0.1:{port}/v1")  # default retries and backoff
     t0 = time.monotonic()
-    with pytest.raises(LLMError, match="is the server running.*OPENAI_BASE_URL"):
+    with pytest.raises(LLMError, match=r"is the server running.*OPENAI_BASE_URL"):
         llm.complete(user_prompt("hi"))
     assert time.monotonic() - t0 < 3.0
