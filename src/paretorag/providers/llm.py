@@ -335,8 +335,20 @@ class LlamaCppLLM:
             raise ConfigError(f"GGUF file {path} does not exist; pass --llm llamacpp:PATH_TO_GGUF")
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
         self.name = f"llamacpp:{path.name}"
+        self.context_window = n_ctx  # a hard limit: the answer path fits the passages under it
+        self.identity = {
+            "backend": "llamacpp",
+            "model": path.name,
+            "bytes": path.stat().st_size,
+            "n_ctx": n_ctx,
+        }
         self.max_concurrency = 1
         self._lock = threading.Lock()
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text with the model's own tokenizer (no BOS)."""
+        with self._lock:
+            return [len(self._llm.tokenize(t.encode("utf-8"), add_bos=False)) for t in texts]
 
     def complete(self, request: Request) -> Completion:
         msgs: Any = [{"role": m.role, "content": m.content} for m in request.messages]
@@ -355,14 +367,20 @@ class LlamaCppLLM:
 class FakeLLM:
     """A scripted LLM for tests: replies from a list (cycled) or a function of the request.
 
-    Every request is recorded in ``requests``.
+    Every request is recorded in ``requests``. With ``context_window``, the answer path
+    fits prompts under it as it does for llama.cpp.
     """
 
     def __init__(
-        self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake"
+        self,
+        responses: Sequence[str] | Callable[[Request], str] = ("ok",),
+        *,
+        name: str = "fake",
+        context_window: int | None = None,
     ) -> None:
         self.responses = responses
         self.name = name
+        self.context_window = context_window  # like llama.cpp's n_ctx, when set
         self.requests: list[Request] = []
         self.max_concurrency = 4
         self._lock = threading.Lock()
