@@ -67,7 +67,9 @@ class RichProgress:
 
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
-        task_id = self._progress.add_task(description, total=total)
+        from rich.markup import escape
+
+        task_id = self._progress.add_task(escape(description), total=total)  # labels may hold user text
         progress = self._progress
 
         class _Task:

@@ -197,6 +197,10 @@ class SentenceTransformerEmbedder:
                     self._model = SentenceTransformer(str(self.path), device="cpu")
         return self._model
 
+    def load(self) -> None:
+        """Load the model now (e.g. before timing queries) instead of at the first embedding."""
+        _ = self.model
+
     @property
     def dim(self) -> int:
         if self._dim is None:
