@@ -1,26 +1,39 @@
 # paretorag: two commands on a fresh machine.
-#   make demo   set up .venv and index this project's documentation, then ask it two questions
-#   make test   set up .venv with dev tools, then lint, type-check and run the whole suite
+#   make demo            set up .venv and index this project's documentation, then ask it two questions
+#   make test            set up .venv with dev tools, then lint, type-check and run the whole suite
+#   make test-llamacpp   also install the llamacpp extra (builds llama-cpp-python, ~15 min) and run its test
+# pip shows its progress: the first set-up downloads torch and builds wheels for minutes.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
+LLAMASTAMP := $(VENV)/.installed-llamacpp
+PIP := $(BIN)/pip install --progress-bar on
 
-.PHONY: demo test setup setup-dev lint typecheck bench results clean
+.PHONY: demo test test-llamacpp setup setup-dev lint typecheck bench results clean
 
 $(BIN)/python:
+	@echo ">>> creating $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(PIP) --upgrade pip
 
 # torch first, pinned to the CPU build available here (a plain `torch` pulls GBs of CUDA)
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e .
+	@echo ">>> installing torch (CPU) and paretorag; this takes a few minutes on a fresh machine"
+	$(PIP) torch==2.13.0
+	$(PIP) -e .
 	touch $@
 
+# dev tools only: the llamacpp extra builds llama-cpp-python from source (~15 min), see test-llamacpp
 $(DEVSTAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,llamacpp]'
+	@echo ">>> installing the dev tools (pytest, ruff, mypy)"
+	$(PIP) -e '.[dev]'
+	touch $@
+
+$(LLAMASTAMP): $(DEVSTAMP)
+	@echo ">>> installing the llamacpp extra: pip compiles llama-cpp-python, about 15 minutes"
+	$(PIP) -v -e '.[dev,llamacpp]'
 	touch $@
 
 setup: $(STAMP)
@@ -41,6 +54,9 @@ typecheck: setup-dev
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q tests
+
+test-llamacpp: $(LLAMASTAMP)
+	$(BIN)/python -m pytest -q -rs tests/test_llamacpp.py
 
 bench: setup
 	$(BIN)/python bench/bench_index_query.py

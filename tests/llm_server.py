@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 def ok_body(text: str = "hello [1]") -> bytes:
@@ -20,8 +21,9 @@ def ok_body(text: str = "hello [1]") -> bytes:
 
 
 @contextmanager
-def scripted_server(script: list[tuple[int, bytes, float]]) -> Iterator[tuple[str, list[float]]]:
-    """Serve ``(status, body, delay)`` answers in order (the last one repeats); yields (base_url, hit times)."""
+def scripted_server(script: list[tuple[Any, ...]]) -> Iterator[tuple[str, list[float]]]:
+    """Serve ``(status, body, delay[, headers])`` answers in order (the last one repeats);
+    yields (base_url, hit times)."""
     hits: list[float] = []
     lock = threading.Lock()
 
@@ -31,13 +33,15 @@ def scripted_server(script: list[tuple[int, bytes, float]]) -> Iterator[tuple[st
             self.rfile.read(n)
             with lock:
                 hits.append(time.monotonic())
-                status, body, delay = script[min(len(hits) - 1, len(script) - 1)]
+                status, body, delay, *extra = script[min(len(hits) - 1, len(script) - 1)]
             if delay:
                 time.sleep(delay)
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):

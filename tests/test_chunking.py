@@ -62,3 +62,69 @@ def test_presplit_passages_are_kept(minilm):
 def test_bad_settings(minilm):
     with pytest.raises(ConfigError, match="overlap"):
         chunk_document(_doc(3), minilm.tokenizer, size=10, overlap=10)
+
+
+class _Recording:
+    """A tokenizer that records the longest text it was given (memory is bounded by it)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = inner.name
+        self.longest = 0
+
+    def count(self, texts):
+        self.longest = max([self.longest, *(len(t) for t in texts)])
+        return self.inner.count(texts)
+
+    def offsets(self, text):
+        self.longest = max(self.longest, len(text))
+        return self.inner.offsets(text)
+
+
+def _check_cover(doc, chunks, tokenizer, size):
+    assert chunks[0].start == 0 and chunks[-1].end == len(doc.text)
+    for a, b in itertools.pairwise(chunks):
+        assert b.start > a.start and not doc.text[a.end : b.start].strip()  # no text is lost
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text and c.n_tokens <= size
+
+
+def test_unpunctuated_megabytes_are_cut_at_the_token_limit_in_bounded_pieces():
+    from paretorag.providers.embedders import RegexTokenizer
+
+    words = [f"w{i % 997}x" for i in range(600_000)]  # ~3.5 MB, one "sentence"
+    doc = make_document("flat", " ".join(words), "mem")
+    tok = _Recording(RegexTokenizer())
+    chunks = chunk_document(doc, tok, size=1200, overlap=100)
+    _check_cover(doc, chunks, tok.inner, 1200)
+    assert len(chunks) == pytest.approx(600_000 / 1200, rel=0.01)  # full windows, not tiny pieces
+    assert tok.longest <= 40_000  # never the whole text at once
+    assert " ".join(c.text for c in chunks).split() == words
+
+
+def test_text_without_any_word_boundary_is_cut_hard(minilm):
+    text = "汉字" * 10_000  # 20,000 tokens and no space: no word boundary to cut at
+    doc = make_document("blob", text, "mem")
+    chunks = chunk_document(doc, minilm.tokenizer, size=200, overlap=20)
+    assert len(chunks) > 1
+    _check_cover(doc, chunks, minilm.tokenizer, 200)
+    assert "".join(c.text for c in chunks) == text
+    for c in chunks:
+        assert minilm.tokenizer.count([c.text])[0] == c.n_tokens
+
+
+def test_long_runs_of_initials_split_in_linear_time():
+    # each "A." looks like an abbreviation: the splitter used to rescan the growing sentence
+    text = "A. " * 150_000 + "End of it. Next sentence here."
+    spans = sentence_spans(text)
+    assert len(spans) == 2 and text[spans[-1][0] : spans[-1][1]] == "Next sentence here."
+
+
+def test_minilm_unpunctuated_text_uses_bounded_tokenizer_calls(minilm):
+    words = " ".join(f"token{i % 50} value" for i in range(40_000))
+    doc = make_document("flat", words, "mem")
+    tok = _Recording(minilm.tokenizer)
+    chunks = chunk_document(doc, tok, size=300, overlap=30)
+    _check_cover(doc, chunks, minilm.tokenizer, 300)
+    assert tok.longest <= 40_000
+    assert sum(c.n_tokens for c in chunks) == minilm.tokenizer.count([words])[0]

@@ -129,3 +129,80 @@ def test_builder_settings_from_the_cli(tmp_path):
     assert r.exit_code == 2 and "no setting 'nope'" in r.output
     r = runner.invoke(app, [*args, "--set", "tree"])
     assert r.exit_code == 2 and "STRUCTURE.SETTING=VALUE" in r.output
+
+
+def test_user_text_with_brackets_is_printed_not_parsed_as_markup(tmp_path):
+    src = tmp_path / "src [draft]"
+    src.mkdir()
+    (src / "[bold]otters[red].md").write_text(
+        "# Otters\n\nSee [/wiki/otter] for more: the otter [red]eats[/red] fish in rivers.\n"
+    )
+    ix = str(tmp_path / "ix [1]")
+    r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["query", "What does the otter eat?", "--index", ix, "-k", "1"])
+    assert r.exit_code == 0, r.output
+    assert "[/wiki/otter]" in r.stdout and "[red]eats[/red]" in r.stdout
+    assert "[bold]otters[red]" in r.stdout  # the title, as written
+    r = runner.invoke(app, ["inspect", "--index", ix, "--documents"])
+    assert r.exit_code == 0, r.output
+    assert "[bold]otters[red]" in r.stdout and "src [draft]" in r.stdout
+    r = runner.invoke(app, ["index", str(tmp_path / "missing [x].txt"), "--index", ix])
+    assert r.exit_code == 2 and "missing [x].txt" in r.output
+
+
+def test_progress_and_problems_go_to_stderr_results_to_stdout(tmp_path):
+    src = _corpus(tmp_path)
+    (src / "photo.png").write_bytes(b"\x89PNG")
+    ix = str(tmp_path / "ix")
+    r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("added 2 document(s)") and r.stdout.count("\n") == 1
+    assert "chunking" in r.stderr and "embedding chunks" in r.stderr and "photo.png" in r.stderr
+    r = runner.invoke(app, ["query", "owl", "--index", ix, "--json"])
+    json.loads(r.stdout)  # only the JSON object
+
+
+def test_progress_bar_labels_are_distinct(tmp_path):
+    from contextlib import contextmanager
+
+    from paretorag import RAG
+    from paretorag.providers.embedders import HashEmbedder
+
+    labels: list[str] = []
+
+    class Recorder:
+        @contextmanager
+        def task(self, description, total):
+            labels.append(description)
+
+            class _T:
+                def advance(self, n=1):
+                    pass
+
+            yield _T()
+
+    src = _corpus(tmp_path)
+    rag = RAG.open(tmp_path / "ix", embedder=HashEmbedder(32), methods=["e2graphrag", "g2cons-concept"])
+    rag.index([src], progress=Recorder())
+    assert len(labels) == len(set(labels)) >= 4, labels
+
+
+def test_version_help_texts_and_delete_hint(tmp_path):
+    from paretorag import __version__
+
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout.strip() == f"paretorag {__version__}"
+    wide = {"COLUMNS": "250"}
+    for cmd in ("query", "insert", "delete", "inspect"):
+        r = runner.invoke(app, [cmd, "--help"], env=wide)
+        assert "created if missing" not in r.stdout and "existing index" in r.stdout, cmd
+    assert "created if missing" in runner.invoke(app, ["index", "--help"], env=wide).stdout
+    src = _corpus(tmp_path)
+    ix = str(tmp_path / "ix")
+    runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
+    r = runner.invoke(app, ["delete", "0123456789abcdef", "--index", ix])
+    assert r.exit_code == 2 and "unknown document ids: 0123456789abcdef" in r.stderr
+    assert f"paretorag inspect --index {ix} --documents" in r.stderr
+    r = runner.invoke(app, ["inspect", "--index", ix])
+    assert "--documents" in r.stdout

@@ -81,3 +81,83 @@ def test_openai_embeddings_endpoint():
         vecs = emb.embed(["a", "b"])
     np.testing.assert_allclose(vecs, [[0.6, 0.8], [0.0, 1.0]], atol=1e-6)
     assert len(hits) == 2
+
+
+def test_malformed_retry_after_falls_back_to_backoff():
+    script = [
+        (429, b"{}", 0, {"Retry-After": "nan"}),
+        (503, b"{}", 0, {"Retry-After": "-3"}),
+        (429, b"{}", 0, {"Retry-After": "soon, maybe"}),
+        (429, b"{}", 0, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),  # in the past: no wait
+        (200, ok_body("fine"), 0),
+    ]
+    with scripted_server(script) as (url, hits):
+        llm = OpenAILLM("m", base_url=url, backoff=0.01, max_retries=5)
+        assert llm.complete(user_prompt("hi")).text == "fine"
+    assert len(hits) == 5
+
+
+def test_retry_after_values():
+    from datetime import UTC, datetime
+
+    from paretorag.providers.http import retry_after_seconds
+
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds("2") == 2.0 and retry_after_seconds(" 0.5 ") == 0.5
+    for bad in (None, "", "nan", "inf", "-1", "soon", "Wed, 99 Foo 2015"):
+        assert retry_after_seconds(bad, now) is None, bad
+    assert retry_after_seconds("Wed, 01 Jan 2025 12:00:30 GMT", now) == 30.0
+    assert retry_after_seconds("Wed, 01 Jan 2025 11:00:00 GMT", now) == 0.0
+
+
+def test_cache_is_keyed_by_server_model_and_settings(monkeypatch):
+    from paretorag.providers.wrappers import CachedLLM
+
+    class DictStore:
+        def __init__(self):
+            self.data = {}
+
+        def get_llm(self, key):
+            return self.data.get(key)
+
+        def put_llm(self, key, model, response):
+            self.data[key] = response
+
+    store = DictStore()
+    with (
+        scripted_server([(200, ok_body("from A"), 0)]) as (url_a, hits_a),
+        scripted_server([(200, ok_body("from B"), 0)]) as (url_b, hits_b),
+    ):
+        monkeypatch.setenv("OPENAI_BASE_URL", url_a)
+        a = CachedLLM(OpenAILLM("same-model"), store)
+        assert a.complete(user_prompt("hi")).text == "from A"
+        monkeypatch.setenv("OPENAI_BASE_URL", url_b)
+        b = CachedLLM(OpenAILLM("same-model"), store)
+        assert b.complete(user_prompt("hi")).text == "from B"  # not A's cached answer
+        again = b.complete(user_prompt("hi"))
+        assert again.text == "from B" and again.cached
+        assert not b.complete(user_prompt("hi", max_tokens=7)).cached  # a generation setting
+        other = CachedLLM(OpenAILLM("other-model"), store)
+        assert not other.complete(user_prompt("hi")).cached
+    assert len(hits_a) == 1 and len(hits_b) == 3
+
+
+def test_openai_without_environment_fails_at_once(monkeypatch):
+    import time
+
+    from paretorag.errors import ConfigError
+    from paretorag.providers.llm import make_llm
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL.*OPENAI_API_KEY"):
+        make_llm("openai:gpt-4o-mini")
+    # a refused connection is not retried for long
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    llm = OpenAILLM("m", base_url=f"http://127.0.0.1:{port}/v1")  # default retries and backoff
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match=r"is the server running.*OPENAI_BASE_URL"):
+        llm.complete(user_prompt("hi"))
+    assert time.monotonic() - t0 < 3.0

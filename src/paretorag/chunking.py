@@ -2,34 +2,140 @@
 
 Defaults follow E2GraphRAG and the unified framework: 1200-token chunks with 100
 tokens of overlap, counted with the embedder's tokenizer. Chunks end at sentence
-boundaries; a sentence longer than a chunk is cut at word boundaries. Pre-split
+boundaries; a sentence longer than a chunk is cut at word boundaries, and where a
+piece has no word boundary either, it is cut hard at the token limit. Pre-split
 passages (corpus records) are kept as given.
+
+Time is linear and memory bounded in the input: sentences are counted in batches of
+about :data:`COUNT_BATCH_CHARS` characters, and a long sentence is tokenized in blocks of
+at most ``max(32 * size, 32768)`` characters, never whole.
 """
 
 from __future__ import annotations
 
+import re
+
 from .errors import ConfigError
 from .providers.base import Tokenizer
-from .providers.embedders import window_spans
-from .textutil import sentence_spans
+from .textutil import iter_sentence_spans
 from .types import Chunk, Document
 
+COUNT_BATCH_CHARS = 1 << 20  # characters of sentences counted in one tokenizer call
+_NONSPACE = re.compile(r"\S")
 
-def _units(text: str, tokenizer: Tokenizer, size: int) -> list[tuple[int, int, int]]:
-    """(start, end, tokens) of sentences, long sentences cut into pieces of <= size tokens."""
-    spans = sentence_spans(text)
-    counts = tokenizer.count([text[a:b] for a, b in spans])
-    units: list[tuple[int, int, int]] = []
-    for (a, b), n in zip(spans, counts, strict=True):
-        if n <= size:
-            units.append((a, b, n))
-            continue
-        piece = text[a:b]
-        for pa, pb in window_spans(tokenizer.offsets(piece), piece, size):
-            seg = piece[pa:pb].rstrip()
+Unit = tuple[int, int, int]  # (start, end, tokens)
+
+
+def _block_chars(size: int) -> int:
+    """Characters tokenized at once inside a long sentence (many windows' worth, bounded)."""
+    return max(32 * size, 1 << 15)
+
+
+def _begins_word(offsets: list[tuple[int, int]], k: int, text: str) -> bool:
+    a = offsets[k][0]
+    return a > offsets[k - 1][1] or text[a - 1].isspace()
+
+
+def _windows(
+    offs: list[tuple[int, int]], block: str, size: int, at_end: bool
+) -> tuple[list[tuple[int, int]], int]:
+    """Block-relative spans of <= ``size`` tokens each, and the character where the rest starts.
+
+    A window ends where a word starts; with no word start in it, it is cut hard at the
+    limit. Unless ``at_end``, the last ``size`` tokens stay for the next block: the
+    block may end inside a word.
+    """
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while len(offs) - i > size:
+        j = i + size
+        k = j
+        while k > i + 1 and not _begins_word(offs, k, block):
+            k -= 1
+        j = k if k > i + 1 else j
+        spans.append((offs[i][0], offs[j][0]))
+        i = j
+    if at_end:
+        if i < len(offs):
+            spans.append((offs[i][0], len(block)))
+        return spans, len(block)
+    if spans:
+        return spans, offs[i][0]
+    # fewer than `size` tokens in a whole block (very long tokens): stop at its last word start
+    k = len(offs) - 1
+    while k > 1 and not _begins_word(offs, k, block):
+        k -= 1
+    cut = offs[k][0] if k > 1 else len(block)
+    return [(offs[0][0] if offs else 0, cut)], cut
+
+
+def _cut_long(text: str, a: int, b: int, tokenizer: Tokenizer, size: int, units: list[Unit]) -> None:
+    """Append pieces of ``text[a:b]`` of at most ``size`` tokens, tokenizing a bounded block at a time."""
+    block_chars = _block_chars(size)
+    pos = a
+    while True:
+        m = _NONSPACE.search(text, pos, b)
+        if m is None:
+            return
+        pos = m.start()
+        end = min(pos + block_chars, b)
+        block = text[pos:end]
+        spans, rest = _windows(tokenizer.offsets(block), block, size, end == b)
+        segs = [block[sa:sb].rstrip() for sa, sb in spans]
+        for (sa, _), seg, n in zip(spans, segs, tokenizer.count(segs), strict=True):
+            while n > size and len(seg) > 1:  # a hard cut inside a word can re-tokenize longer
+                seg = seg[: max(1, len(seg) * size // n - 1)].rstrip()
+                n = tokenizer.count([seg])[0]
             if seg:
-                units.append((a + pa, a + pa + len(seg), tokenizer.count([seg])[0]))
+                units.append((pos + sa, pos + sa + len(seg), n))
+        if end == b:
+            return
+        pos += max(rest, 1)
+
+
+def _units(text: str, tokenizer: Tokenizer, size: int) -> list[Unit]:
+    """(start, end, tokens) of sentences, long sentences cut into pieces of <= size tokens."""
+    units: list[Unit] = []
+    batch: list[tuple[int, int]] = []
+    batch_chars = 0
+    long_chars = 8 * size  # a longer sentence is cut without counting it whole
+
+    def flush() -> None:
+        nonlocal batch_chars
+        counts = tokenizer.count([text[a:b] for a, b in batch])
+        for (a, b), n in zip(batch, counts, strict=True):
+            if n <= size:
+                units.append((a, b, n))
+            else:
+                _cut_long(text, a, b, tokenizer, size, units)
+        batch.clear()
+        batch_chars = 0
+
+    for a, b in iter_sentence_spans(text):
+        if b - a > long_chars:
+            flush()
+            _cut_long(text, a, b, tokenizer, size, units)
+            continue
+        batch.append((a, b))
+        batch_chars += b - a
+        if batch_chars >= COUNT_BATCH_CHARS:
+            flush()
+    flush()
     return units
+
+
+def count_tokens(text: str, tokenizer: Tokenizer) -> int:
+    """Tokens of ``text``, counted in blocks of about :data:`COUNT_BATCH_CHARS` cut at whitespace."""
+    total = 0
+    pos = 0
+    while pos < len(text):
+        end = min(pos + COUNT_BATCH_CHARS, len(text))
+        if end < len(text):
+            space = text.rfind(" ", pos, end)
+            end = space + 1 if space > pos else end
+        total += tokenizer.count([text[pos:end]])[0]
+        pos = end
+    return total
 
 
 def chunk_document(
@@ -50,7 +156,7 @@ def chunk_document(
         raise ConfigError(f"chunk size {size} and overlap {overlap}: need size > 0 and 0 <= overlap < size")
     text = doc.text
     if doc.presplit:
-        n = tokenizer.count([text])[0]
+        n = count_tokens(text, tokenizer)
         return [Chunk(f"{doc.doc_id}#0", doc.doc_id, 0, 0, len(text), text, n, doc.title)]
     units = _units(text, tokenizer, size)
     chunks: list[Chunk] = []

@@ -1,4 +1,10 @@
-"""The ``paretorag`` command line: index, query, insert, delete, inspect, eval."""
+"""The ``paretorag`` command line: index, query, insert, delete, inspect, eval.
+
+Results go to stdout; progress bars, warnings and errors go to stderr, so
+``paretorag query ... --json > answer.json`` holds only the answer. Every piece of
+user data (answers, passages, titles, paths, error messages) is printed escaped: text
+such as ``[/wiki/otter]`` is shown as written, never read as rich markup.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import __version__
 from .errors import ConfigError, ParetoragError
 from .progress import RichProgress
 from .providers.llm import make_llm
@@ -24,7 +31,28 @@ app = typer.Typer(
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-IndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
+NewIndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
+IndexOpt = typer.Option(..., "--index", "-i", help="An existing index directory (see `paretorag index`).")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"paretorag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Cheap, good graph-based RAG with citations."""
+
+
+def _text(value: Any) -> str:
+    """User data, escaped for rich (brackets in titles, paths and passages print as written)."""
+    return escape(str(value))
 
 
 def _methods(value: str | None) -> list[str] | None:
@@ -48,13 +76,13 @@ def _builder_settings(items: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _fail(exc: ParetoragError) -> None:
-    err.print(f"[bold red]error:[/] {exc}")
+    err.print(f"[bold red]error:[/] {_text(exc)}")
     raise typer.Exit(code=2)
 
 
 def _report(report: IndexReport, rag: RAG) -> None:
     for p in report.problems:
-        err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {p}")
+        err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {_text(p)}")
     c = rag.manifest.counts
     out.print(
         f"added {report.added} document(s), {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
@@ -65,8 +93,10 @@ def _report(report: IndexReport, rag: RAG) -> None:
 
 @app.command()
 def index(
-    paths: list[Path] = typer.Argument(..., help="Files or directories (.txt .md .html .json .jsonl)."),
-    index_dir: Path = IndexOpt,
+    paths: list[Path] = typer.Argument(
+        ..., help="Files or directories (.txt .md .html .pdf .docx .json .jsonl)."
+    ),
+    index_dir: Path = NewIndexOpt,
     methods: str | None = typer.Option(
         None, "--methods", "-m", help="Methods to build for, e.g. vanilla,e2graphrag."
     ),
@@ -117,7 +147,9 @@ def insert(
 
 @app.command()
 def delete(
-    doc_ids: list[str] = typer.Argument(..., help="Document ids (see `paretorag inspect`)."),
+    doc_ids: list[str] = typer.Argument(
+        ..., help="Document ids (list them with `paretorag inspect --index DIR --documents`)."
+    ),
     index_dir: Path = IndexOpt,
 ) -> None:
     """Remove documents and everything derived only from them."""
@@ -152,13 +184,17 @@ def query(
         sys.stdout.write(json.dumps(ans.to_json(), ensure_ascii=False) + "\n")
         return
     if not context_only:
-        out.print(f"[bold]{ans.text}[/]\n")
+        out.print(f"[bold]{_text(ans.text)}[/]\n")
     for i, c in enumerate(ans.contexts, start=1):
         snippet = " ".join(c.text.split())[:160]
-        out.print(f"[cyan][{i}][/] {c.title} ({c.chunk_id}, score {c.score:.3f}): {snippet}")
+        out.print(
+            f"[cyan]\\[{i}][/] {_text(c.title)} ({_text(c.chunk_id)}, score {c.score:.3f}): {_text(snippet)}"
+        )
+    for w in ans.warnings:
+        err.print(f"[yellow]warning[/] {_text(w)}")
     total = ans.usage.total
     out.print(
-        f"\n[dim]{ans.method} / {ans.mode} ({ans.branch}); {total.calls} LLM call(s), "
+        f"\n[dim]{_text(ans.method)} / {_text(ans.mode)} ({_text(ans.branch)}); {total.calls} LLM call(s), "
         f"{total.prompt_tokens}+{total.completion_tokens} tokens; {ans.timings['total'] * 1000:.0f} ms[/]"
     )
 
@@ -181,19 +217,19 @@ def inspect(
     if as_json:
         sys.stdout.write(json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
         return
-    out.print(f"[bold]{stats['index']}[/] (format {stats['format_version']})")
-    out.print(f"models: {stats['models']}")
-    out.print(f"counts: {stats['counts']}")
-    out.print(f"sizes (bytes): {stats['sizes_bytes']}")
-    out.print(f"configured methods: {', '.join(stats['config']['methods'])}")
+    out.print(f"[bold]{_text(stats['index'])}[/] (format {stats['format_version']})")
+    out.print(f"models: {_text(stats['models'])}")
+    out.print(f"counts: {_text(stats['counts'])}")
+    out.print(f"sizes (bytes): {_text(stats['sizes_bytes'])}")
+    out.print(f"configured methods: {_text(', '.join(stats['config']['methods']))}")
     t = Table("structure", "details")
     for name, info in stats["structures"].items():
-        t.add_row(name, ", ".join(f"{k}={v}" for k, v in info.items() if k != "dir"))
+        t.add_row(_text(name), _text(", ".join(f"{k}={v}" for k, v in info.items() if k != "dir")))
     out.print(t)
     u = Table("stage", "LLM calls", "cached", "prompt tokens", "completion tokens", "seconds")
     for stage, s in stats["usage"].items():
         u.add_row(
-            stage,
+            _text(stage),
             str(s["calls"]),
             str(s["cached"]),
             str(s["prompt_tokens"]),
@@ -201,10 +237,14 @@ def inspect(
             f"{s['seconds']:.2f}",
         )
     out.print(u)
-    out.print(f"stage timings (s): {stats['timings']}")
+    out.print(f"stage timings (s): {_text(stats['timings'])}")
     if documents:
         for d in stats["documents"]:
-            out.print(f"{d['doc_id']}  {d['n_chunks']:>5} chunks  {d['title'][:60]}  ({d['source']})")
+            out.print(
+                f"{_text(d['doc_id'])}  {d['n_chunks']:>5} chunks  {_text(d['title'][:60])}  ({_text(d['source'])})"
+            )
+    else:
+        out.print("[dim]document ids: paretorag inspect --index DIR --documents[/]")
 
 
 def _print_catalog(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:

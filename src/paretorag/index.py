@@ -75,6 +75,19 @@ class CachedEmbedder:
         return out
 
 
+class _Labelled:
+    """A :class:`CachedEmbedder` whose progress bar carries a given label."""
+
+    def __init__(self, inner: CachedEmbedder, label: str) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.label = label
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.inner.embed(texts, description=self.label)
+
+
 def required_structures(methods: Sequence[str]) -> list[str]:
     """Structures needed by the methods, dependencies first (``vectors`` excluded: always built)."""
     order: list[str] = []
@@ -109,7 +122,7 @@ def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Bui
 class _BuildContext:
     def __init__(self, index: IndexWriter, chunks: ChunkTable, built: dict[str, StructureData]) -> None:
         self.chunks = chunks
-        self.embedder = index.embedder
+        self.embedder: Embedder = index.embedder
         self.tokenizer = index.tokenizer
         self.progress = index.progress
         self.workers = index.manifest.config.workers
@@ -243,7 +256,9 @@ class IndexWriter:
         self, builder: Builder, chunks: ChunkTable, built: dict[str, StructureData]
     ) -> tuple[str, StructureData, float]:
         t0 = time.perf_counter()
-        data = builder.build(_BuildContext(self, chunks, built))
+        ctx = _BuildContext(self, chunks, built)
+        ctx.embedder = _Labelled(self.embedder, f"embedding for {builder.name}")  # one bar label each
+        data = builder.build(ctx)
         return builder.name, data, time.perf_counter() - t0
 
     def _collect_garbage(self, stem: str, structures: dict[str, dict[str, Any]]) -> None:

@@ -1,15 +1,22 @@
-"""Files -> documents: ``.txt``, ``.md``, ``.html`` (text only), and ``.json``/``.jsonl``
+"""Files -> documents: ``.txt``, ``.md``, ``.html`` (text only), ``.pdf`` (text layer, via
+pypdf), ``.docx`` (paragraphs and tables, via python-docx), and ``.json``/``.jsonl``
 corpora of ``{title, text}`` records (or HippoRAG's ``{title: [sentences]}`` object).
 
+Text files are read as UTF-8 (or UTF-16/32 with a byte-order mark); other encodings
+(cp1252, latin-1, Shift-JIS, ...) are detected with charset-normalizer.
+
 Bad files are reported, not fatal, when other files are usable: :func:`read_paths`
-returns the documents and a list of :class:`Problem`.
+returns the documents and a list of :class:`Problem`. Unsupported files met inside a
+directory are reported too (hidden files are skipped).
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -24,7 +31,16 @@ log = logging.getLogger(__name__)
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})
 CORPUS_SUFFIXES = frozenset({".json", ".jsonl"})
-SUPPORTED = TEXT_SUFFIXES | HTML_SUFFIXES | CORPUS_SUFFIXES
+PDF_SUFFIXES = frozenset({".pdf"})
+DOCX_SUFFIXES = frozenset({".docx"})
+SUPPORTED = TEXT_SUFFIXES | HTML_SUFFIXES | CORPUS_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
+_BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 def doc_id_for(title: str, text: str) -> str:
@@ -96,7 +112,7 @@ def html_to_text(html: str) -> tuple[str, str]:
     return " ".join(p.title.split()), text.strip()
 
 
-def _read_text(path: Path, problems: list[Problem]) -> str | None:
+def _read_bytes(path: Path, problems: list[Problem]) -> bytes | None:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -105,37 +121,149 @@ def _read_text(path: Path, problems: list[Problem]) -> str | None:
     if not raw.strip():
         problems.append(Problem(str(path), "is empty; add text to it or leave it out"))
         return None
-    if b"\x00" in raw[:8192]:
-        problems.append(
-            Problem(
-                str(path), "looks binary (NUL bytes); only text, Markdown, HTML and JSON corpora are read"
-            )
-        )
-        return None
+    return raw
+
+
+def decode_text(raw: bytes) -> tuple[str, str | None]:
+    """(text, encoding) of a text file's bytes; the encoding is None when nothing fits.
+
+    A byte-order mark decides first, then UTF-8, then charset-normalizer's best guess.
+    Without a guess, the text is UTF-8 with replacement characters.
+    """
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw.decode(encoding), encoding
+            except UnicodeDecodeError:
+                break
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        log.warning("%s is not valid UTF-8 (byte %d); decoded with replacement characters", path, exc.start)
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(raw).best()
+    if best is not None and best.encoding:
+        return str(best), best.encoding
+    return raw.decode("utf-8", errors="replace"), None
+
+
+def _read_text(path: Path, problems: list[Problem]) -> str | None:
+    raw = _read_bytes(path, problems)
+    if raw is None:
+        return None
+    has_bom = any(raw.startswith(bom) for bom, _ in _BOMS)
+    if not has_bom and b"\x00" in raw[:8192]:
         problems.append(
             Problem(
                 str(path),
-                f"invalid UTF-8 at byte {exc.start}; decoded with replacement characters",
+                "looks binary (NUL bytes); supported: " + ", ".join(sorted(SUPPORTED)),
+            )
+        )
+        return None
+    text, encoding = decode_text(raw)
+    if encoding is None:
+        log.warning("%s: encoding not recognised; decoded as UTF-8 with replacement characters", path)
+        problems.append(
+            Problem(
+                str(path),
+                "encoding not recognised; decoded as UTF-8 with replacement characters "
+                "(convert it to UTF-8 to fix)",
                 skipped=False,
             )
         )
-        return raw.decode("utf-8", errors="replace")
+    elif encoding not in ("utf-8", "utf-8-sig", "utf-16", "utf-32", "ascii"):
+        problems.append(
+            Problem(
+                str(path),
+                f"is not UTF-8; read as {encoding} (detected); convert it to UTF-8 if the text looks wrong",
+                skipped=False,
+            )
+        )
+    return text
 
 
-def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    if path.suffix == ".jsonl":
-        for i, line in enumerate(text.splitlines()):
-            if line.strip():
-                try:
-                    yield i, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"{path}: line {i + 1} is not JSON ({exc.msg}); fix or remove that line"
-                    ) from None
+def _pdf_document(path: Path, problems: list[Problem]) -> list[Document]:
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PyPdfError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            problems.append(Problem(str(path), "is an encrypted PDF; save a decrypted copy to index it"))
+            return []
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    except FileNotDecryptedError:
+        problems.append(Problem(str(path), "is an encrypted PDF; save a decrypted copy to index it"))
+        return []
+    except (PyPdfError, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        problems.append(Problem(str(path), f"is not a readable PDF ({exc}); check the file"))
+        return []
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        problems.append(
+            Problem(str(path), "has no text layer (a scanned PDF?); run OCR on it first, e.g. ocrmypdf")
+        )
+        return []
+    return [make_document(str(meta_title).strip() or path.stem, text, str(path))]
+
+
+def _docx_document(path: Path, problems: list[Problem]) -> list[Document]:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+    from docx.table import Table
+
+    try:
+        document = docx.Document(str(path))
+        blocks: list[str] = []
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                for row in item.rows:
+                    cells = [" ".join(c.text.split()) for c in row.cells]
+                    blocks.append(" | ".join(c for c in cells if c))
+            else:
+                blocks.append(item.text.strip())
+        title = document.core_properties.title or ""
+    except (PackageNotFoundError, zipfile.BadZipFile, OSError, KeyError, ValueError, SyntaxError) as exc:
+        problems.append(Problem(str(path), f"is not a readable DOCX file ({exc}); check the file"))
+        return []
+    text = "\n\n".join(b for b in blocks if b)
+    if not text:
+        problems.append(Problem(str(path), "has no text"))
+        return []
+    return [make_document(title.strip() or path.stem, text, str(path))]
+
+
+def _jsonl_records(path: Path, text: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """Records of a JSON-lines file; bad lines are reported (by number) and the rest kept."""
+    bad: list[int] = []
+    first_error = ""
+    # split on "\n" only: str.splitlines() also splits at U+2028, which JSON strings may hold
+    for i, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append(i + 1)
+            first_error = first_error or exc.msg
+            continue
+        yield i, record
+    if bad:
+        shown = ", ".join(str(n) for n in bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
+        problems.append(
+            Problem(
+                str(path),
+                f"line{'s' if len(bad) > 1 else ''} {shown} {'are' if len(bad) > 1 else 'is'} not JSON "
+                f"({first_error}); skipped, the other lines were read; fix or remove the bad lines",
+            )
+        )
+
+
+def _records(path: Path, text: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    if path.suffix.lower() == ".jsonl":
+        yield from _jsonl_records(path, text, problems)
         return
     try:
         data = json.loads(text)
@@ -156,7 +284,7 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
 def _corpus_documents(path: Path, text: str, problems: list[Problem]) -> list[Document]:
     docs: list[Document] = []
     try:
-        for i, rec in _records(path, text):
+        for i, rec in _records(path, text, problems):
             if not isinstance(rec, dict) or not isinstance(rec.get("text"), str) or not rec["text"].strip():
                 problems.append(Problem(f"{path}#{i}", 'record has no non-empty "text" field; skipped'))
                 continue
@@ -180,6 +308,10 @@ def read_file(path: Path, problems: list[Problem]) -> list[Document]:
             )
         )
         return []
+    if suffix in PDF_SUFFIXES or suffix in DOCX_SUFFIXES:
+        if _read_bytes(path, problems) is None:
+            return []
+        return _pdf_document(path, problems) if suffix in PDF_SUFFIXES else _docx_document(path, problems)
     text = _read_text(path, problems)
     if text is None:
         return []
@@ -195,28 +327,40 @@ def read_file(path: Path, problems: list[Problem]) -> list[Document]:
     return [make_document(title, text, str(path))]
 
 
-def iter_files(root: Path) -> Iterator[Path]:
-    """Supported files under a directory, recursively, in sorted order (hidden ones skipped)."""
+def scan_dir(root: Path) -> tuple[list[Path], list[Path]]:
+    """(supported, unsupported) files under a directory, recursively, sorted; hidden ones are left out."""
+    supported: list[Path] = []
+    unsupported: list[Path] = []
     for p in sorted(root.rglob("*")):
-        hidden = any(part.startswith(".") for part in p.relative_to(root).parts)
-        if p.is_file() and not hidden and p.suffix.lower() in SUPPORTED:
-            yield p
+        if any(part.startswith(".") for part in p.relative_to(root).parts) or not p.is_file():
+            continue
+        (supported if p.suffix.lower() in SUPPORTED else unsupported).append(p)
+    return supported, unsupported
 
 
 def read_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[Problem]]:
     """Read files and directories. Raises :class:`InputError` only if nothing is usable."""
     docs: list[Document] = []
     problems: list[Problem] = []
+    supported_list = ", ".join(sorted(SUPPORTED))
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             problems.append(Problem(str(path), "does not exist; check the path"))
         elif path.is_dir():
-            files = list(iter_files(path))
-            if not files:
+            files, others = scan_dir(path)
+            if others:
+                names = ", ".join(str(p.relative_to(path)) for p in others[:10])
+                more = f" and {len(others) - 10} more" if len(others) > 10 else ""
                 problems.append(
-                    Problem(str(path), f"has no usable file (supported: {', '.join(sorted(SUPPORTED))})")
+                    Problem(
+                        str(path),
+                        f"{len(others)} file(s) with unsupported extensions skipped: {names}{more} "
+                        f"(supported: {supported_list})",
+                    )
                 )
+            if not files:
+                problems.append(Problem(str(path), f"has no usable file (supported: {supported_list})"))
             for f in files:
                 docs.extend(read_file(f, problems))
         else:

@@ -31,9 +31,13 @@ class NullProgress:
 
 
 class RichProgress:
-    """Rich progress bars with counts, rate and ETA (used by the CLI)."""
+    """Rich progress bars with counts, rate and ETA, drawn on stderr (used by the CLI).
+
+    Results go to stdout, so redirecting them never captures a bar.
+    """
 
     def __init__(self) -> None:
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -50,6 +54,7 @@ class RichProgress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            console=Console(stderr=True),
             transient=False,
         )
 
@@ -62,7 +67,9 @@ class RichProgress:
 
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
-        task_id = self._progress.add_task(description, total=total)
+        from rich.markup import escape
+
+        task_id = self._progress.add_task(escape(description), total=total)  # labels may hold user text
         progress = self._progress
 
         class _Task:

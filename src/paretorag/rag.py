@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .answer import generate
+from .answer import fit_to_window, generate
 from .context import pack
 from .errors import ConfigError, IndexFormatError, QuestionError
 from .graphs.base import get_builder
@@ -264,7 +264,8 @@ class RAG:
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise InputError(
-                f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect`"
+                f"unknown document ids: {', '.join(unknown)}; list the ids with "
+                f"`paretorag inspect --index {self.root} --documents`"
             )
         removed = self.store.mark_deleted(ids)
         if removed:
@@ -376,10 +377,22 @@ class RAG:
         usage.merge(retrieval.usage)
         text = ""
         cites: list[Citation] = []
+        evidence = retrieval.context_text
+        warnings: list[str] = []
         if not context_only:
+            ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
+                self._base_llm(),
+                question.strip(),
+                items,
+                ctx,
+                b,
+                self.tokenizer,
+                max_answer_tokens=max_answer_tokens,
+                context_text=evidence,
+            )
             llm = self._llm_for(usage, "query.answer")
             text, cites = generate(
-                llm, question.strip(), ctx, context_text=retrieval.context_text, max_tokens=max_answer_tokens
+                llm, question.strip(), ctx, context_text=evidence, max_tokens=max_answer_tokens
             )
         t2 = time.perf_counter()
         total = retrieval_seconds + (t2 - t1)
@@ -393,7 +406,8 @@ class RAG:
             usage=usage,
             timings={"retrieval": retrieval_seconds, "generation": t2 - t1, "total": total},
             branch=retrieval.branch,
-            context_text=retrieval.context_text or ctx.text,
+            context_text=evidence or ctx.text,
+            warnings=warnings,
         )
 
     # -- inspection -----------------------------------------------------------

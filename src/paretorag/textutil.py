@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace and a
 # likely sentence start, or at a blank line, or at a line that starts a Markdown block.
@@ -14,6 +15,7 @@ _BOUNDARY = re.compile(
 _ABBREV = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|No|Vol|Fig|Inc|Ltd|Co)\.|\b[A-Z]\.)$"
 )
+_ABBREV_CHARS = 8  # the longest abbreviation above ("Prof.") plus room
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -22,26 +24,35 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     Rule-based and fast; common abbreviations and initials ("Dr.", "J. R.") do not
     end a sentence.
     """
-    spans: list[tuple[int, int]] = []
+    return list(iter_sentence_spans(text))
+
+
+def iter_sentence_spans(text: str) -> Iterator[tuple[int, int]]:
+    """:func:`sentence_spans` one at a time, in linear time.
+
+    The abbreviation check looks only at the last characters before a boundary, so a
+    run of initials ("A. B. C. ...") costs no more than other text.
+    """
     start = 0
     for m in _BOUNDARY.finditer(text):
         end = m.start()
-        piece = text[start:end]
-        if _ABBREV.search(piece) and "\n" not in m.group():
+        if "\n" not in m.group() and _ABBREV.search(text, max(start, end - _ABBREV_CHARS), end):
             continue
-        _append(spans, text, start, end)
+        span = _trim(text, start, end)
+        if span is not None:
+            yield span
         start = m.end()
-    _append(spans, text, start, len(text))
-    return spans
+    span = _trim(text, start, len(text))
+    if span is not None:
+        yield span
 
 
-def _append(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
+def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    if end > start:
-        spans.append((start, end))
+    return (start, end) if end > start else None
 
 
 def split_sentences(text: str) -> list[str]:

@@ -250,6 +250,7 @@ class Answer:
     timings: dict[str, float]
     branch: str = ""
     context_text: str = ""
+    warnings: list[str] = field(default_factory=list)  # e.g. the context was cut to fit the LLM
 
     def to_json(self) -> dict[str, Any]:
         total = self.usage.total
@@ -266,6 +267,7 @@ class Answer:
                 "completion_tokens": total.completion_tokens,
             },
             "timings_ms": {k: round(v * 1000.0, 3) for k, v in self.timings.items()},
+            "warnings": list(self.warnings),
         }
 
 

@@ -85,7 +85,9 @@ def eval_command(
             plots,
         )
     except ParetoragError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        from rich.markup import escape
+
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
 
 
@@ -106,6 +108,7 @@ def _run(
     plots: bool,
 ) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     from ..progress import RichProgress
     from .report import results_table
@@ -135,7 +138,9 @@ def _run(
                 progress=progress,
                 plots=plots,
             )
-        console.print(f"\n[bold]{payload['dataset']['name']}[/bold] -> {target}/results.md")
+        console.print(
+            f"\n[bold]{escape(str(payload['dataset']['name']))}[/bold] -> {escape(str(target))}/results.md"
+        )
         typer.echo(results_table(payload))
 
 

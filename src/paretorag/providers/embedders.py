@@ -6,10 +6,12 @@ sentence-transformers path, an OpenAI-compatible endpoint, and a deterministic
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,24 +42,63 @@ def default_model_path() -> Path:
 
 
 class WordPieceTokenizer:
-    """Counts and locates tokens with a Hugging Face tokenizer (no special tokens)."""
+    """Counts and locates tokens with a Hugging Face tokenizer (no special tokens).
 
-    def __init__(self, hf_tokenizer: Any, name: str) -> None:
+    ``loader`` (instead of ``hf_tokenizer``) defers loading to the first count, so that
+    commands that count nothing (``inspect``, ``delete``) load no model.
+    """
+
+    def __init__(self, hf_tokenizer: Any, name: str, *, loader: Callable[[], Any] | None = None) -> None:
         self._tok = hf_tokenizer
+        self._loader = loader
         self.name = name
         self._lock = threading.Lock()
+
+    def _hf(self) -> Any:
+        if self._tok is None and self._loader is not None:
+            self._tok = self._loader()
+        return self._tok
 
     def count(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
+        tok = self._hf()
         with self._lock:
-            enc = self._tok(list(texts), add_special_tokens=False, return_attention_mask=False)
+            enc = tok(list(texts), add_special_tokens=False, return_attention_mask=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
+        tok = self._hf()
         with self._lock:
-            enc = self._tok(text, add_special_tokens=False, return_offsets_mapping=True)
+            enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
         return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+
+
+def _dim_from_files(model_path: Path) -> int | None:
+    """The output size of a plain sentence-transformers model (Transformer, one pooling mode,
+    optional Dense/Normalize) read from its config files, or None when that is not sure."""
+    try:
+        modules = json.loads((model_path / "modules.json").read_text())
+        dim: int | None = None
+        for m in modules:
+            kind = str(m.get("type", "")).rsplit(".", 1)[-1]
+            if kind == "Transformer":
+                continue
+            if kind == "Normalize":
+                continue
+            cfg = json.loads((model_path / m["path"] / "config.json").read_text())
+            if kind == "Pooling":
+                modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v is True]
+                if len(modes) != 1:
+                    return None
+                dim = int(cfg["word_embedding_dimension"])
+            elif kind == "Dense":
+                dim = int(cfg["out_features"])
+            else:
+                return None
+        return dim
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -130,19 +171,45 @@ class SentenceTransformerEmbedder:
             raise ConfigError(
                 f"embedder path {model_path} does not exist; pass a local sentence-transformers directory"
             )
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
+        if importlib.util.find_spec("sentence_transformers") is None:
             raise MissingDependencyError(
                 "sentence-transformers is required for local embedders: pip install sentence-transformers"
-            ) from exc
-        self._model = SentenceTransformer(str(model_path), device="cpu")
+            )
+        # torch, transformers and the model load at the first embedding or token count
+        # (commands such as `inspect` and `delete` need neither)
+        self.path = model_path
         self.name = DEFAULT_MODEL if path is None else f"st:{model_path.name}"
-        self.dim = int(self._model.get_embedding_dimension() or 0)
-        self.max_tokens = int(self._model.max_seq_length or 256) - 2  # room for [CLS] and [SEP]
         self.batch_size = batch_size
-        self.tokenizer = WordPieceTokenizer(self._model.tokenizer, self.name)
+        self.tokenizer = WordPieceTokenizer(None, self.name, loader=lambda: self.model.tokenizer)
+        self._dim = _dim_from_files(model_path)
+        self._model: Any = None
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        """The sentence-transformers model (loaded on first use)."""
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(str(self.path), device="cpu")
+        return self._model
+
+    def load(self) -> None:
+        """Load the model now (e.g. before timing queries) instead of at the first embedding."""
+        _ = self.model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.model.get_embedding_dimension() or 0)
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.model.max_seq_length or 256) - 2  # room for [CLS] and [SEP]
 
     def _encode(self, texts: list[str]) -> F32:
         import torch
@@ -160,7 +227,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 
     def _encode_locked(self, texts: list[str]) -> Any:
-        return self._model.encode(
+        return self.model.encode(
             texts,
             batch_size=self.batch_size,
             normalize_embeddings=True,

@@ -1,14 +1,19 @@
 """A small JSON-over-HTTP client with timeouts and retries (exponential backoff).
 
-Retries on 429, 5xx, timeouts and connection errors; honours ``Retry-After``.
-Garbage (a body that is not JSON) is retried too, then reported.
+Retries on 429, 5xx, timeouts and connection errors; honours ``Retry-After`` (seconds
+or an HTTP date; a malformed value falls back to the backoff). Garbage (a body that is
+not JSON) is retried too, then reported. A refused connection is retried only
+``connect_retries`` times: nothing is listening, and waiting rarely changes that.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -16,6 +21,24 @@ import httpx
 from ..errors import LLMError, LLMResponseError, LLMTimeoutError
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header, or None if it is missing or malformed."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+        return max(seconds, 0.0)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 class JSONClient:
@@ -33,6 +56,10 @@ class JSONClient:
         Attempts after the first one.
     backoff : float
         First delay in seconds; doubled each retry (with jitter), capped at ``max_backoff``.
+    connect_retries : int
+        Retries when the connection is refused or the host cannot be resolved.
+    hint : str
+        Appended to connection errors (e.g. which environment variable sets the URL).
     """
 
     def __init__(
@@ -44,6 +71,8 @@ class JSONClient:
         max_retries: int = 5,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        connect_retries: int = 1,
+        hint: str = "",
         sleep: Any = time.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -54,15 +83,15 @@ class JSONClient:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.connect_retries = connect_retries
+        self.hint = hint
         self._sleep = sleep
         self.attempts = 0  # total HTTP attempts (for tests and stats)
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_backoff)
-            except ValueError:
-                pass
+        seconds = retry_after_seconds(retry_after)
+        if seconds is not None:
+            return min(seconds, self.max_backoff)
         base = min(self.backoff * (2**attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
@@ -70,6 +99,7 @@ class JSONClient:
         """POST and decode; ``validate(body)`` raising LLMResponseError marks garbage (retried)."""
         url = self.base_url + path
         last = ""
+        refused = 0
         for attempt in range(self.max_retries + 1):
             self.attempts += 1
             retry_after: str | None = None
@@ -83,14 +113,21 @@ class JSONClient:
                     ) from None
             except httpx.TransportError as exc:
                 last = f"cannot connect ({exc})"
-                if attempt == self.max_retries:
+                refused += isinstance(exc, httpx.ConnectError)
+                if attempt == self.max_retries or refused > self.connect_retries:
+                    hint = f"; {self.hint}" if self.hint else ""
                     raise LLMError(
-                        f"{url}: {last} after {attempt + 1} attempts; is the server running?"
+                        f"{url}: {last} after {attempt + 1} attempts; is the server running?{hint}"
                     ) from None
             else:
                 if resp.status_code in RETRY_STATUS:
                     last = f"HTTP {resp.status_code}"
                     retry_after = resp.headers.get("retry-after")
+                elif resp.status_code in (401, 403):
+                    raise LLMError(
+                        f"{url} refused the request: HTTP {resp.status_code}: {resp.text[:300]}; "
+                        "check the API key (OPENAI_API_KEY)"
+                    )
                 elif resp.status_code >= 400:
                     raise LLMError(f"{url} refused the request: HTTP {resp.status_code}: {resp.text[:300]}")
                 else:

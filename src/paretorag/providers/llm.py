@@ -135,6 +135,15 @@ class ExtractiveLLM:
         self.max_summary_words = max_summary_words
         self.answer_sentences = answer_sentences
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": "extractive",
+            "summary_ratio": self.summary_ratio,
+            "max_summary_words": self.max_summary_words,
+            "answer_sentences": self.answer_sentences,
+        }
+
     def complete(self, request: Request) -> Completion:
         task = request.task
         if task.kind == "summarize":
@@ -225,11 +234,29 @@ class OpenAILLM:
 
         if not model:
             raise ConfigError("OpenAILLM needs a model name: --llm openai:MODEL")
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or ""
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.client = JSONClient(url, key, timeout=timeout, max_retries=max_retries, backoff=backoff)
+        if not url:
+            if not key:
+                raise ConfigError(
+                    f"--llm openai:{model} needs OPENAI_BASE_URL (your server, e.g. "
+                    "http://127.0.0.1:8000/v1 for vLLM, Ollama or llama.cpp server) or OPENAI_API_KEY "
+                    "(for api.openai.com); neither is set"
+                )
+            url = "https://api.openai.com/v1"
+        self.client = JSONClient(
+            url,
+            key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            hint="OPENAI_BASE_URL sets the server's URL",
+        )
+        self.base_url = self.client.base_url
         self.model = model
         self.name = f"openai:{model}"
+        # what the response cache is keyed by (with the request's messages and settings)
+        self.identity = {"backend": "openai", "base_url": self.base_url, "model": model}
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
@@ -308,8 +335,20 @@ class LlamaCppLLM:
             raise ConfigError(f"GGUF file {path} does not exist; pass --llm llamacpp:PATH_TO_GGUF")
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
         self.name = f"llamacpp:{path.name}"
+        self.context_window = n_ctx  # a hard limit: the answer path fits the passages under it
+        self.identity = {
+            "backend": "llamacpp",
+            "model": path.name,
+            "bytes": path.stat().st_size,
+            "n_ctx": n_ctx,
+        }
         self.max_concurrency = 1
         self._lock = threading.Lock()
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text with the model's own tokenizer (no BOS)."""
+        with self._lock:
+            return [len(self._llm.tokenize(t.encode("utf-8"), add_bos=False)) for t in texts]
 
     def complete(self, request: Request) -> Completion:
         msgs: Any = [{"role": m.role, "content": m.content} for m in request.messages]
@@ -328,14 +367,20 @@ class LlamaCppLLM:
 class FakeLLM:
     """A scripted LLM for tests: replies from a list (cycled) or a function of the request.
 
-    Every request is recorded in ``requests``.
+    Every request is recorded in ``requests``. With ``context_window``, the answer path
+    fits prompts under it as it does for llama.cpp.
     """
 
     def __init__(
-        self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake"
+        self,
+        responses: Sequence[str] | Callable[[Request], str] = ("ok",),
+        *,
+        name: str = "fake",
+        context_window: int | None = None,
     ) -> None:
         self.responses = responses
         self.name = name
+        self.context_window = context_window  # like llama.cpp's n_ctx, when set
         self.requests: list[Request] = []
         self.max_concurrency = 4
         self._lock = threading.Lock()

@@ -6,10 +6,10 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..types import Usage
 from .base import LLM, Completion, Request, Tokenizer
@@ -21,10 +21,22 @@ class ResponseStore(Protocol):
     def put_llm(self, key: str, model: str, response: str) -> None: ...
 
 
-def request_key(model: str, request: Request) -> str:
-    """Cache key: hash of the model name and everything that shapes the response."""
-    payload = json.dumps({"model": model, **asdict(request)}, sort_keys=True, ensure_ascii=False)
+def request_key(model: str | Mapping[str, Any], request: Request) -> str:
+    """Cache key: hash of the model and everything that shapes the response.
+
+    ``model`` is the LLM's name or, better, its ``identity``: for a server, its base URL
+    and model name; for a local model, its file and settings. The request adds the
+    messages, the task and every generation setting (``max_tokens``, ``temperature``).
+    """
+    ident: Any = model if isinstance(model, str) else dict(model)
+    payload = json.dumps({"model": ident, **asdict(request)}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def llm_identity(llm: LLM) -> str | dict[str, Any]:
+    """What identifies an LLM's answers: its ``identity`` mapping when it has one, else its name."""
+    ident = getattr(llm, "identity", None)
+    return dict(ident) if isinstance(ident, Mapping) else llm.name
 
 
 class CachedLLM:
@@ -35,9 +47,10 @@ class CachedLLM:
         self.name = llm.name
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
         self._store = store
+        self._identity = llm_identity(llm)
 
     def complete(self, request: Request) -> Completion:
-        key = request_key(self.name, request)
+        key = request_key(self._identity, request)
         hit = self._store.get_llm(key)
         if hit is not None:
             data = json.loads(hit)

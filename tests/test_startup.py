@@ -1,0 +1,57 @@
+"""Start-up cost: commands that need no model import no model library."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from paretorag import RAG
+
+HEAVY = ("torch", "sentence_transformers", "transformers", "spacy")
+
+# runs CLI commands in-process, then reports which heavy libraries were imported
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from paretorag.cli import app
+    for args in json.loads(sys.argv[1]):
+        try:
+            app(args, standalone_mode=False)
+        except SystemExit:
+            pass
+    print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
+    """
+).format(heavy=HEAVY)
+
+
+def _run(commands: list[list[str]]) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(commands)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_help_version_inspect_and_delete_load_no_model(tmp_path, minilm):
+    (tmp_path / "a.md").write_text("# A\n\nThe snowy owl lives in the Arctic tundra.")
+    (tmp_path / "b.md").write_text("# B\n\nHoney bees dance to share where flowers are.")
+    ix = tmp_path / "ix"
+    with RAG.open(ix, embedder=minilm, methods=["vanilla"]) as rag:
+        rag.index([tmp_path / "a.md", tmp_path / "b.md"])
+        doc_id = next(d["doc_id"] for d in rag.documents() if d["title"] == "b")
+    i = ["--index", str(ix)]
+    assert _run([["--help"], ["--version"], ["inspect", *i], ["inspect", *i, "--documents"]]) == []
+    assert _run([["delete", doc_id, *i]]) == []
+    with RAG.open(ix, create=False) as rag:
+        assert [d["title"] for d in rag.documents()] == ["a"]
+        assert rag.manifest.counts["vector_dim"] == 384
+        ans = rag.query("Where does the snowy owl live?", context_only=True)  # the model loads here
+        assert ans.contexts[0].title == "a"
