@@ -127,6 +127,7 @@ class ExtractiveLLM:
     """
 
     name = "extractive"
+    generative = False  # cannot follow instructions: agent operators refuse it
 
     def __init__(
         self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2
@@ -209,6 +210,8 @@ class OpenAILLM:
     max_concurrency : int
         Calls in flight at once (used by :func:`paretorag.providers.wrappers.complete_many`).
     """
+
+    generative = True
 
     def __init__(
         self,
@@ -294,6 +297,8 @@ class LlamaCppLLM:
         CPU threads.
     """
 
+    generative = True
+
     def __init__(
         self, model_path: str | Path | None = None, *, n_ctx: int = 4096, n_threads: int = 2
     ) -> None:
@@ -330,6 +335,8 @@ class FakeLLM:
 
     Every request is recorded in ``requests``.
     """
+
+    generative = True
 
     def __init__(
         self, responses: Sequence[str] | Callable[[Request], str] = ("ok",), *, name: str = "fake"
