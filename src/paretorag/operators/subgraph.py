@@ -67,11 +67,15 @@ def path_text(graph: Graph, e: Edges, pairs: dict[tuple[int, int], int], path: l
     return "".join(parts)
 
 
-def emit_paths(index: IndexView, state: State, op: Operator, graph: Graph, paths: list[list[int]]) -> Scored:
+def emit_paths(
+    index: IndexView, state: State, op: Operator, graph: Graph, paths: list[list[int]], *, ranked: bool = True
+) -> Scored:
     """Record ``paths`` in the state and return their edge rows.
 
-    The paths replace those of an earlier subgraph step, in ``state.info["paths"]``
-    and among ``state.items`` (items keyed ``path:N``).
+    An edge scores ``1 / (1 + p)`` for the first path ``p`` that uses it (``ranked``)
+    or 1 (the edges of a tree, in row order). The paths replace those of an earlier
+    subgraph step, in ``state.info["paths"]`` and among ``state.items`` (items keyed
+    ``path:N``).
     """
     name = str(getattr(op, "graph", ""))
     e = edges_of(graph, op, name)
@@ -81,7 +85,7 @@ def emit_paths(index: IndexView, state: State, op: Operator, graph: Graph, paths
     seen: set[int] = set()
     items = []
     for p, path in enumerate(paths):
-        score = 1.0 / (1.0 + p)
+        score = 1.0 / (1.0 + p) if ranked else 1.0
         for a, b in itertools.pairwise(path):
             j = _step(graph, e, pairs, a, b)[0]
             if j >= 0 and j not in seen:
@@ -94,7 +98,8 @@ def emit_paths(index: IndexView, state: State, op: Operator, graph: Graph, paths
     if state.items:
         state.items = [it for it in state.items if not it.chunk_id.startswith("path:")]
     add_items(state, items)
-    return Scored(np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float32), KIND)
+    out = Scored(np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float32), KIND)
+    return out if ranked else out.sorted()
 
 
 def _undirected(graph: Graph) -> sp.csr_matrix:
@@ -201,7 +206,9 @@ class SubgraphSteiner(Operator):
         adj.eliminate_zeros()
         adj.data = np.ones_like(adj.data) if self.cost == "hop" else 1.0 / adj.data
         tree = steiner_tree(adj, np.concatenate(terminals), method=self.method)  # type: ignore[arg-type]
-        return emit_paths(index, state, self, graph, [[int(u), int(v)] for u, v in tree.tolist()])
+        return emit_paths(
+            index, state, self, graph, [[int(u), int(v)] for u, v in tree.tolist()], ranked=False
+        )
 
 
 @register_operator
