@@ -4,14 +4,12 @@ Each returns :class:`~paretorag.types.Scored` chunk rows (the index's chunk tabl
 kind ``"chunk"``, stored under ``"chunk"``; nothing else is set (methods compose).
 The chunk VDB operator of the appendix is :class:`paretorag.operators.dense.ChunkVDB`.
 
-==================  ===================================================  ===================
-operator            chunk score                                          Table 3 methods
-==================  ===================================================  ===================
-chunk.aggregator    sum of the scores of the relations extracted from it HippoRAG, FastGraphRAG
-chunk.fromrel       best score of the given relations it contains        G/HLightRAG
-chunk.occurrence    number of given relations whose two entities         LGraphRAG,
-                    both occur in it                                     L/HLightRAG
-==================  ===================================================  ===================
+- ``chunk.aggregator``: sum of the scores of the relations extracted from the chunk
+  (HippoRAG, FastGraphRAG);
+- ``chunk.fromrel``: best score of the given relations it contains (GLightRAG,
+  HLightRAG);
+- ``chunk.occurrence``: number of given relations whose two entities both occur in it
+  (LGraphRAG, LLightRAG, HLightRAG).
 """
 
 from __future__ import annotations
@@ -32,11 +30,17 @@ if TYPE_CHECKING:
 KIND = "chunk"
 
 
-def _binary(m: sp.csr_matrix) -> sp.csr_matrix:
-    out = sp.csr_matrix(m, copy=True)
-    out.data = (out.data != 0).astype(np.float64)
-    out.eliminate_zeros()
-    return out
+def _binary(index: IndexView, key: str, m: sp.csr_matrix) -> sp.csr_matrix:
+    """``m`` with every stored non-zero set to 1 (occurrence counts read as "contains"), built once."""
+
+    def build() -> sp.csr_matrix:
+        out = sp.csr_matrix(m, copy=True)
+        out.data = (out.data != 0).astype(np.float64)
+        out.eliminate_zeros()
+        return out
+
+    binary: sp.csr_matrix = index.cached(key, build)
+    return binary
 
 
 @register_operator
@@ -66,7 +70,7 @@ class ChunkAggregator(Operator):
         rel = seeds(state, self.source, len(e), "relation")
         if not len(rel):
             return Scored.empty(KIND)
-        inc = _binary(e.chunks)
+        inc = _binary(index, f"edge_chunks01:{self.graph}", e.chunks)
         scores = aggregate(inc, seed_vector(state, self.source, len(e), "relation"))
         rows = np.unique(inc[rel.ids].indices).astype(np.int64)
         return top_k(scores[rows], k, KIND, rows=rows)
@@ -96,7 +100,7 @@ class ChunkFromRel(Operator):
         graph = load_graph(index, self.graph)
         e = edges_of(graph, self, self.graph)
         rel = seeds(state, self.source, len(e), "relation")
-        sub = sp.coo_matrix(_binary(e.chunks)[rel.ids])
+        sub = sp.coo_matrix(_binary(index, f"edge_chunks01:{self.graph}", e.chunks)[rel.ids])
         if not sub.nnz:
             return Scored.empty(KIND)
         score = np.full(graph.n_chunks, -np.inf)
@@ -132,7 +136,7 @@ class ChunkOccurrence(Operator):
         rel = seeds(state, self.source, len(e), "relation")
         if not len(rel):
             return Scored.empty(KIND)
-        occurs = _binary(graph.node_chunks)
+        occurs = _binary(index, f"node_chunks01:{self.graph}", graph.node_chunks)
         ends = np.unique(np.concatenate([e.src[rel.ids], e.dst[rel.ids]]))
         rows = np.unique(occurs[ends].indices).astype(np.int64)
         both = occurs[e.src[rel.ids]].multiply(occurs[e.dst[rel.ids]])

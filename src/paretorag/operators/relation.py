@@ -3,15 +3,13 @@
 Each returns :class:`~paretorag.types.Scored` rows of the ``graph`` setting's edge
 records (``Graph.edges``), kind ``"relation"``, stored under ``"relation"``.
 
-==================  ===============================================  ======================
-operator            what it keeps                                    Table 3 methods
-==================  ===============================================  ======================
-relation.vdb        top-k relations by vector similarity             G-retriever, G/HLightRAG
-relation.onehop     relations incident to the seed entities          ToG, LGraphRAG,
-                                                                     L/HLightRAG
-relation.aggregator relation score = sum of its two entities' scores HippoRAG, FastGraphRAG
-relation.agent      the relations an LLM chooses among the seeds     ToG
-==================  ===============================================  ======================
+- ``relation.vdb``: top-k relations by vector similarity (G-retriever, GLightRAG,
+  HLightRAG);
+- ``relation.onehop``: relations incident to the seed entities (ToG, LGraphRAG,
+  LLightRAG, HLightRAG);
+- ``relation.aggregator``: relation score = sum of its two entities' scores
+  (HippoRAG, FastGraphRAG);
+- ``relation.agent``: the relations an LLM chooses among the seeds (ToG).
 """
 
 from __future__ import annotations

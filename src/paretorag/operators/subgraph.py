@@ -7,13 +7,10 @@ the path that first uses the edge. The paths themselves (lists of node rows) go 
 ``state.items``, within the query's token budget. A path step over an adjacency edge
 with no edge record (a synonym link) is written ``A -- B`` and adds no edge row.
 
-=================  ========================================================  ============
-operator           what it keeps                                             methods
-=================  ========================================================  ============
-subgraph.khoppath  paths of at most ``max_hops`` joining the seed entities   DALK
-subgraph.steiner   an approximate Steiner tree over the seed entities        G-retriever
-subgraph.agentpath the paths an LLM chooses among ``state.info["paths"]``    DALK
-=================  ========================================================  ============
+- ``subgraph.khoppath``: paths of at most ``max_hops`` edges joining the seed
+  entities (DALK);
+- ``subgraph.steiner``: an approximate Steiner tree over the seed entities (G-retriever);
+- ``subgraph.agentpath``: the paths an LLM chooses among ``state.info["paths"]`` (DALK).
 """
 
 from __future__ import annotations
