@@ -2,25 +2,40 @@
 
 - :mod:`.pagerank`: PageRank and personalized PageRank (tested against networkx);
 - :mod:`.bfs`: bounded BFS, k-hop neighbourhoods, pairwise hop distances;
-- :mod:`.rank`: top-k, exact vector search over any row set, score aggregation.
+- :mod:`.rank`: top-k, exact vector search over any row set, score aggregation;
+- :mod:`.steiner`: approximate Steiner trees, Kou and Mehlhorn (tested against networkx);
+- :mod:`.paths`: bounded shortest paths, k-hop paths between entities, path merging;
+- :mod:`.tfidf`: scikit-learn-compatible TF-IDF for the passage graph (tested against it).
 """
 
 from __future__ import annotations
 
 from .bfs import bfs_levels, hop_distances, k_hop, neighbors
 from .pagerank import pagerank, transition
+from .paths import cover_paths, k_hop_paths, merge_paths, shortest_path
 from .rank import aggregate, dense_scores, normalize_rows, top_k, vector_top_k
+from .steiner import steiner_tree, tree_weight
+from .tfidf import fit_tfidf, tokenize, transform
 
 __all__ = [
     "aggregate",
     "bfs_levels",
+    "cover_paths",
     "dense_scores",
+    "fit_tfidf",
     "hop_distances",
     "k_hop",
+    "k_hop_paths",
+    "merge_paths",
     "neighbors",
     "normalize_rows",
     "pagerank",
+    "shortest_path",
+    "steiner_tree",
+    "tokenize",
     "top_k",
+    "transform",
     "transition",
+    "tree_weight",
     "vector_top_k",
 ]

@@ -18,6 +18,23 @@ class declares
 - ``uses_llm``: whether it calls the LLM (checked by the conformance suite);
 - ``paper``: where it is specified.
 
+Results, by the key an operator ``produces`` (rows of the ``graph`` setting's structure):
+
+- ``"terms"``: positions in ``state.terms`` (question conversion, §6.3; LightRAG's
+  high-level keywords go to ``state.info["keywords"]``);
+- ``"entity"``: node rows (kind ``"entity"``; passage-graph and tree nodes too);
+- ``"relation"``: edge-record rows, ``Graph.edges`` (kind ``"relation"``);
+- ``"chunk"``: chunk-table rows; a chunk operator sets nothing else;
+- ``"subgraph"``: edge-record rows of the paths or tree found; the paths (node rows)
+  go to ``state.info["paths"]`` and their texts to ``state.items`` (``path:N``);
+- ``"community"``: community rows, ``Graph.communities``; the reports go to
+  ``state.items`` (``community:ROW``).
+
+Items are appended within the query's token budget. Seeds are read from the result
+named by a ``source`` setting (default: the first of ``consumes``). Operators that ask
+an LLM to choose (Agent) refuse the extractive backend with an error naming
+``--llm openai:MODEL``; LLM replies are parsed for numbers, never evaluated.
+
 Register a class with :func:`register_operator`; list them with
 :func:`available_operators`. Modules are loaded in one place
 (:data:`paretorag.operators._MODULES`).

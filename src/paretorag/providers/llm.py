@@ -127,6 +127,7 @@ class ExtractiveLLM:
     """
 
     name = "extractive"
+    generative = False  # cannot follow instructions: agent operators refuse it
 
     def __init__(
         self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2
@@ -218,6 +219,8 @@ class OpenAILLM:
     max_concurrency : int
         Calls in flight at once (used by :func:`paretorag.providers.wrappers.complete_many`).
     """
+
+    generative = True
 
     def __init__(
         self,
@@ -321,6 +324,8 @@ class LlamaCppLLM:
         CPU threads.
     """
 
+    generative = True
+
     def __init__(
         self, model_path: str | Path | None = None, *, n_ctx: int = 4096, n_threads: int = 2
     ) -> None:
@@ -370,6 +375,8 @@ class FakeLLM:
     Every request is recorded in ``requests``. With ``context_window``, the answer path
     fits prompts under it as it does for llama.cpp.
     """
+
+    generative = True
 
     def __init__(
         self,

@@ -45,6 +45,7 @@ class CachedLLM:
     def __init__(self, llm: LLM, store: ResponseStore) -> None:
         self.inner = llm
         self.name = llm.name
+        self.generative = bool(getattr(llm, "generative", True))
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
         self._store = store
         self._identity = llm_identity(llm)
@@ -83,6 +84,7 @@ class CountingLLM:
     def __init__(self, llm: LLM, usage: Usage, stage: str, tokenizer: Tokenizer) -> None:
         self.inner = llm
         self.name = llm.name
+        self.generative = bool(getattr(llm, "generative", True))
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
         self.usage = usage
         self.stage = stage

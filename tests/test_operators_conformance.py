@@ -1,0 +1,167 @@
+"""One conformance suite over every registered operator (scikit-learn style), on a hand-made index."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from paretorag.errors import ConfigError
+from paretorag.operators import available_operators, get_operator, operator_class
+from paretorag.operators.base import Operator
+from paretorag.query import QueryOptions
+from paretorag.types import Budget, Scored
+from tests.operator_world import (
+    N_CHUNKS,
+    N_COMMUNITIES,
+    N_EDGES,
+    N_NODES,
+    StubIndex,
+    extractive_index,
+    prepared_state,
+    structures,
+)
+
+OPERATORS = available_operators()
+KNOWN_STRUCTURES = {"vectors", *structures()}
+ROWS = {
+    "entity": N_NODES,
+    "relation": N_EDGES,
+    "subgraph": N_EDGES,
+    "chunk": N_CHUNKS,
+    "community": N_COMMUNITIES,
+}
+# operators that choose with an LLM and cannot run on the extractive backend
+AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath"}
+
+
+def _run(name: str, index: StubIndex | None = None, options: QueryOptions | None = None, **params: object):
+    index = index or StubIndex()
+    state = prepared_state(options=options)
+    op = get_operator(name, **params)
+    out = op(index, state)
+    return out, state, index
+
+
+def test_the_pool_is_complete() -> None:
+    pool = {
+        "node.vdb",
+        "node.relnode",
+        "node.ppr",
+        "node.agent",
+        "node.onehop",
+        "node.link",
+        "node.tfidf",
+        "relation.vdb",
+        "relation.onehop",
+        "relation.aggregator",
+        "relation.agent",
+        "chunk.aggregator",
+        "chunk.fromrel",
+        "chunk.occurrence",
+        "subgraph.khoppath",
+        "subgraph.steiner",
+        "subgraph.agentpath",
+        "community.entity",
+        "community.layer",
+    }
+    assert len(pool) == 19  # §6.1's operator pool
+    assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} <= set(OPERATORS)
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_declares_itself(name: str) -> None:
+    cls = operator_class(name)
+    op = get_operator(name)
+    assert isinstance(op, Operator) and op.name == name
+    assert name.startswith(f"{name.split('.')[0]}.") and op.kind and op.produces and op.paper
+    assert cls.__doc__ and cls.__doc__.strip()
+    assert set(op.requires) <= KNOWN_STRUCTURES, f"{name} requires unknown structures {op.requires}"
+    params = inspect.signature(cls.__init__).parameters
+    assert all(p.kind is p.KEYWORD_ONLY for n, p in params.items() if n != "self"), (
+        "settings are keyword-only"
+    )
+    settings = op.get_params()
+    clone = op.clone()
+    assert clone is not op and clone.get_params() == settings
+    assert op.set_params(**settings) is op and op.get_params() == settings
+    with pytest.raises(ConfigError, match="no setting"):
+        op.set_params(definitely_not_a_setting=1)
+    if "graph" in settings:
+        assert settings["graph"] in op.requires
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_returns_valid_rows_and_stores_them(name: str) -> None:
+    out, state, _ = _run(name)
+    op = get_operator(name)
+    assert isinstance(out, Scored) and state.results[op.produces] is out
+    assert len(out) > 0, f"{name} found nothing on the hand-made world"
+    n = len(state.terms or []) if op.produces == "terms" else ROWS[op.produces]
+    assert out.ids.min() >= 0 and out.ids.max() < n
+    assert len(set(out.ids.tolist())) == len(out), "rows are distinct"
+    assert np.all(np.diff(out.scores) <= 1e-6), "best first"
+    for item in state.items or []:
+        assert item.text and item.n_tokens > 0
+
+
+@pytest.mark.parametrize("name", [n for n in OPERATORS if "k" in get_operator(n).get_params()])
+def test_operator_respects_k(name: str) -> None:
+    default = get_operator(name).get_params()["k"]
+    out, _, _ = _run(name)
+    assert default is None or len(out) <= default
+    for k in (1, 2):
+        out, _, _ = _run(name, k=k)
+        assert 1 <= len(out) <= k
+    with pytest.raises(ConfigError, match="k"):
+        _run(name, k=0)
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_respects_the_token_budget(name: str) -> None:
+    for limit in (1, 12):
+        _, state, _ = _run(name, options=QueryOptions(budget=Budget(max_tokens=limit)))
+        assert sum(it.n_tokens for it in state.items or []) <= limit
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_is_deterministic(name: str) -> None:
+    a, sa, _ = _run(name)
+    b, sb, _ = _run(name)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    assert a.kind == b.kind
+    assert sa.items == sb.items and sa.terms == sb.terms and sa.info == sb.info
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_operator_declares_its_llm_use_truthfully(name: str) -> None:
+    _, _, index = _run(name)  # a generative fake LLM
+    calls = index.usage.llm_calls
+    if get_operator(name).uses_llm:
+        assert calls >= 1, f"{name} declares uses_llm but made no call"
+    else:
+        assert calls == 0, f"{name} made {calls} LLM calls but declares uses_llm=False"
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_agents_refuse_the_extractive_backend(name: str) -> None:
+    assert get_operator(name).uses_llm
+    with pytest.raises(ConfigError, match="--llm openai:MODEL"):
+        _run(name, index=extractive_index())
+
+
+@pytest.mark.parametrize("name", [n for n in OPERATORS if n not in AGENTS])
+def test_non_agents_run_offline(name: str) -> None:
+    out, _, index = _run(name, index=extractive_index())
+    assert isinstance(out, Scored) and index.usage.llm_calls == 0
+
+
+@pytest.mark.parametrize("name", [n for n in OPERATORS if "graph" in get_operator(n).get_params()])
+def test_missing_structure_names_the_fix(name: str) -> None:
+    from paretorag.errors import MissingStructureError
+
+    op = get_operator(name)
+    with pytest.raises(MissingStructureError):
+        _run(name, index=StubIndex(missing=tuple(op.requires)))
