@@ -127,6 +127,7 @@ class ExtractiveLLM:
     """
 
     name = "extractive"
+    generative = False  # cannot follow instructions: builders use their LLM-free path
 
     def __init__(
         self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2
@@ -230,6 +231,7 @@ class OpenAILLM:
         self.client = JSONClient(url, key, timeout=timeout, max_retries=max_retries, backoff=backoff)
         self.model = model
         self.name = f"openai:{model}"
+        self.generative = True
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
@@ -308,6 +310,7 @@ class LlamaCppLLM:
             raise ConfigError(f"GGUF file {path} does not exist; pass --llm llamacpp:PATH_TO_GGUF")
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
         self.name = f"llamacpp:{path.name}"
+        self.generative = True
         self.max_concurrency = 1
         self._lock = threading.Lock()
 
@@ -336,6 +339,7 @@ class FakeLLM:
     ) -> None:
         self.responses = responses
         self.name = name
+        self.generative = True
         self.requests: list[Request] = []
         self.max_concurrency = 4
         self._lock = threading.Lock()

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Protocol
 
 from ..types import Usage
-from .base import LLM, Completion, Request, Tokenizer
+from .base import LLM, Completion, Request, Tokenizer, is_generative
 
 
 class ResponseStore(Protocol):
@@ -34,6 +34,7 @@ class CachedLLM:
         self.inner = llm
         self.name = llm.name
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self.generative = is_generative(llm)
         self._store = store
 
     def complete(self, request: Request) -> Completion:
@@ -71,6 +72,7 @@ class CountingLLM:
         self.inner = llm
         self.name = llm.name
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self.generative = is_generative(llm)
         self.usage = usage
         self.stage = stage
         self._tok = tokenizer
