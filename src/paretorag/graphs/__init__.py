@@ -14,6 +14,7 @@ _MODULES = (
     "paretorag.graphs.tree",
     "paretorag.graphs.entities",
     "paretorag.graphs.concepts",
+    "paretorag.graphs.kg",
 )
 
 

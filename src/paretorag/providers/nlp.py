@@ -100,7 +100,9 @@ class _NounRules:
         tables = lemmatizer.lookups
         self.index = frozenset(tables.get_table("lemma_index", {}).get(pos, ()))
         self.exceptions: dict[str, list[str]] = dict(tables.get_table("lemma_exc", {}).get(pos, {}))
-        self.rules: list[tuple[str, str]] = [tuple(r) for r in tables.get_table("lemma_rules", {}).get(pos, ())]
+        self.rules: list[tuple[str, str]] = [
+            tuple(r) for r in tables.get_table("lemma_rules", {}).get(pos, ())
+        ]
 
     def lemma(self, word: str) -> str:
         """The first lemma spaCy proposes for ``word`` (lower case; a plural noun by default)."""

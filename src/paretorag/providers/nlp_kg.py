@@ -260,4 +260,5 @@ def extract_kg(texts: Sequence[str], *, n_process: int = 1, batch_size: int = 16
             _MEMO.update((k, found[k]) for k, _ in items)
     return [found[k] for k in keys]
 
+
 __all__ = ["SKIP_LABELS", "KGExtraction", "extract_kg", "kg_name", "load_kg_pipeline", "run_kg_pipe"]
