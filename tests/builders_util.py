@@ -40,7 +40,9 @@ class NoCallLLM(ExtractiveLLM):
 class Ctx:
     """The BuildContext a builder sees (:class:`paretorag.graphs.base.BuildContext`)."""
 
-    def __init__(self, chunks: ChunkTable, llm: Any = None, structures: dict[str, StructureData] | None = None):
+    def __init__(
+        self, chunks: ChunkTable, llm: Any = None, structures: dict[str, StructureData] | None = None
+    ):
         self.chunks = chunks
         self.embedder = HashEmbedder(32)
         self.tokenizer = RegexTokenizer()

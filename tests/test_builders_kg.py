@@ -29,9 +29,15 @@ def test_kg_offline_has_svo_triples_and_no_llm_call(tmp_path: Path) -> None:
     assert g.kinds[g.ids["barack obama"]] == "PERSON"
     e = g.edges
     assert e is not None
-    triples = {(g.names[int(s)], r, g.names[int(o)]) for s, r, o in zip(e.src, e.relation, e.dst, strict=True)}
+    triples = {
+        (g.names[int(s)], r, g.names[int(o)]) for s, r, o in zip(e.src, e.relation, e.dst, strict=True)
+    }
     assert ("barack obama", "bear in", "hawaii") in triples
-    assert ("jaws", "direct by", "steven spielberg") in triples or ("film jaws", "direct by", "steven spielberg") in triples
+    assert ("jaws", "direct by", "steven spielberg") in triples or (
+        "film jaws",
+        "direct by",
+        "steven spielberg",
+    ) in triples
     # node -> chunk: obama occurs in chunks 0 and 1
     assert set(g.node_chunks[g.ids["barack obama"]].indices.tolist()) == {0, 1}
     assert g.node_vectors is not None and g.node_vectors.shape == (g.n_nodes, 32)
@@ -46,7 +52,11 @@ def test_tkg_rkg_offline_descriptions_and_keywords(tmp_path: Path) -> None:
     assert "born in Hawaii" in tkg.descriptions[i]
     assert tkg.edges is not None and rkg.edges is not None
     assert tkg.edges.keywords == [] and len(rkg.edges.keywords) == len(rkg.edges)
-    j = [k for k in range(len(rkg.edges)) if {rkg.names[int(rkg.edges.src[k])], rkg.names[int(rkg.edges.dst[k])]} == {"barack obama", "hawaii"}]
+    j = [
+        k
+        for k in range(len(rkg.edges))
+        if {rkg.names[int(rkg.edges.src[k])], rkg.names[int(rkg.edges.dst[k])]} == {"barack obama", "hawaii"}
+    ]
     assert j and "bear" in rkg.edges.keywords[j[0]] and "hawaii" in rkg.edges.keywords[j[0]]
     assert "born in Hawaii" in rkg.edges.description[j[0]]
 
@@ -123,7 +133,10 @@ def graphrag_llm(kind: str, gleaning: list[str]) -> FakeLLM:
         names = sorted({w.strip(".,") for w in body.split() if w[:1].isupper() and len(w) > 3})
         recs = [f'("entity"{t}"{n.upper()}"{t}"PERSON"{t}"{n} appears in the text.")' for n in names]
         kw = f"{t}'theme, link'" if kind == "rkg" else ""
-        recs += [f'("relationship"{t}"{names[0]}"{t}"{n}"{t}"{names[0]} and {n} are linked."{kw}{t}8)' for n in names[1:]]
+        recs += [
+            f'("relationship"{t}"{names[0]}"{t}"{n}"{t}"{names[0]} and {n} are linked."{kw}{t}8)'
+            for n in names[1:]
+        ]
         return r.join(recs) + COMPLETE
 
     return FakeLLM(reply)
@@ -184,7 +197,9 @@ def test_parsers_never_crash_on_garbage() -> None:
     for text in ["", "}{", "[[[", "```json\n{'a': 1}\n```", "null", '{"triples": 5}', "(" * 1000]:
         parse_json(text)
         parse_records(text, "tkg")
-    rec, ok = parse_records(f'entity{TUPLE}"A"{TUPLE}PERSON{TUPLE}desc\nrelationship{TUPLE}A{TUPLE}B{TUPLE}d{TUPLE}x', "tkg")
+    rec, ok = parse_records(
+        f'entity{TUPLE}"A"{TUPLE}PERSON{TUPLE}desc\nrelationship{TUPLE}A{TUPLE}B{TUPLE}d{TUPLE}x', "tkg"
+    )
     assert ok and rec.entities == [("A", "PERSON", "desc")] and rec.relations == [("A", "B", "", "d", "")]
 
 

@@ -57,7 +57,9 @@ class Edges:
         n = int(np.asarray(self.src).size)
         for name in ("dst", "weight"):
             if int(np.asarray(getattr(self, name)).size) != n:
-                raise ConfigError(f"Edges.{name} has {np.asarray(getattr(self, name)).size} rows, src has {n}")
+                raise ConfigError(
+                    f"Edges.{name} has {np.asarray(getattr(self, name)).size} rows, src has {n}"
+                )
         if self.chunks.shape[0] != n:
             raise ConfigError(f"Edges.chunks has {self.chunks.shape[0]} rows, src has {n}")
         for name in ("relation", "description", "keywords"):
@@ -149,7 +151,9 @@ class Graph:
             raise ConfigError(f"Graph has {len(self.descriptions)} descriptions for {n} nodes")
         if self.node_vectors is not None and self.node_vectors.shape[0] != n:
             raise ConfigError(f"Graph node_vectors has {self.node_vectors.shape[0]} rows, expected {n}")
-        if self.edge_vectors is not None and (self.edges is None or self.edge_vectors.shape[0] != len(self.edges)):
+        if self.edge_vectors is not None and (
+            self.edges is None or self.edge_vectors.shape[0] != len(self.edges)
+        ):
             raise ConfigError("Graph edge_vectors needs one row per edge record")
 
     @property
@@ -192,7 +196,10 @@ class Graph:
 
     def summary(self) -> dict[str, Any]:
         """One line for ``paretorag inspect``."""
-        out: dict[str, Any] = {"nodes": self.n_nodes, "edges": int(self.adjacency.nnz // (1 if self.directed else 2))}
+        out: dict[str, Any] = {
+            "nodes": self.n_nodes,
+            "edges": int(self.adjacency.nnz // (1 if self.directed else 2)),
+        }
         if self.edges is not None:
             out["edge_records"] = len(self.edges)
         if self.communities is not None:

@@ -135,7 +135,9 @@ def graph_from_structure(data: StructureData) -> Graph:
     """The :class:`~paretorag.graph.Graph` stored by :func:`graph_to_structure`."""
     a, info = data.arrays, data.meta.get("graph")
     if not isinstance(info, dict):
-        raise IndexFormatError("this structure holds no graph (no meta['graph']); rebuild it with `paretorag index`")
+        raise IndexFormatError(
+            "this structure holds no graph (no meta['graph']); rebuild it with `paretorag index`"
+        )
     n, n_chunks = int(info["n_nodes"]), int(info["n_chunks"])
     kind_names = list(info["kind_names"])
     edges = None

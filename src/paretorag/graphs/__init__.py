@@ -15,6 +15,7 @@ _MODULES = (
     "paretorag.graphs.entities",
     "paretorag.graphs.concepts",
     "paretorag.graphs.kg",
+    "paretorag.graphs.passages",
 )
 
 

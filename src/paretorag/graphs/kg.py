@@ -47,6 +47,7 @@ from .base import BuildContext, Builder, StructureData, register_builder
 from .kg_extract import ExtractStats, graphrag_records, hipporag_records, spacy_records
 from .kg_prompts import GRAPHRAG_TYPES, LIGHTRAG_TYPES, SUMMARIZE_DESCRIPTIONS, Records
 
+
 def merge_records(per_chunk: Sequence[Records], n_chunks: int, kind: str) -> dict[str, Any]:
     """Entities and relations of all chunks merged by normalized name (see the module docstring).
 

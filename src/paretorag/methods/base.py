@@ -57,7 +57,9 @@ class Method(Params):
             "requires": list(self.requires),
             "uses_llm": self.uses_llm,
             "params": {
-                k: v for k, v in self.get_params(deep=False).items() if isinstance(v, str | int | float | bool | None)
+                k: v
+                for k, v in self.get_params(deep=False).items()
+                if isinstance(v, str | int | float | bool | None)
             },
         }
 
