@@ -151,7 +151,7 @@ def test_tkg_rkg_with_llm_gleaning_and_retry(kind: str, tmp_path: Path) -> None:
     n = len(CORPUS)
     # 1 extraction + 1 gleaning per chunk (max_gleaning=1: no YES/NO check) + 1 retry
     assert len(gleaning) == n and len(llm.requests) == 2 * n + 1 == data.meta["summary"]["llm_calls"]
-    glean = [q for q in llm.requests if q.messages[-1].content.startswith("MANY")][0]
+    glean = next(q for q in llm.requests if q.messages[-1].content.startswith("MANY"))
     assert [m.role for m in glean.messages] == ["user", "assistant", "user"]  # same conversation
     assert "oscar" in g.names and g.kinds[g.ids["oscar"]] == "EVENT"
     assert "jaws" in g.names  # recovered by the retry
