@@ -16,6 +16,7 @@ _MODULES = (
     "paretorag.graphs.concepts",
     "paretorag.graphs.kg",
     "paretorag.graphs.passages",
+    "paretorag.graphs.raptor",
 )
 
 
