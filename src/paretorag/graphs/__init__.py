@@ -17,6 +17,7 @@ _MODULES = (
     "paretorag.graphs.kg",
     "paretorag.graphs.passages",
     "paretorag.graphs.raptor",
+    "paretorag.graphs.communities",
 )
 
 
