@@ -28,13 +28,14 @@ def knn_pairs(
     n = int(x.shape[0])
     kk = min(int(k), n - 1)
     out_i, out_j, out_s = [], [], []
-    dense = None if sp.issparse(x) else np.ascontiguousarray(x, dtype=np.float32)
-    xt = x.T.tocsr() if sp.issparse(x) else None
+    sparse = sp.csr_matrix(x) if sp.issparse(x) else None
+    dense = np.ascontiguousarray(x, dtype=np.float32) if sparse is None else None
+    xt = sparse.T.tocsr() if sparse is not None else None
     for a in range(0, n if kk > 0 else 0, block):
-        if dense is not None:
+        if sparse is not None and xt is not None:
+            sims = np.asarray((sparse[a : a + block] @ xt).toarray(), dtype=np.float32)
+        elif dense is not None:
             sims = dense[a : a + block] @ dense.T
-        else:
-            sims = np.asarray((x[a : a + block] @ xt).toarray(), dtype=np.float32)
         rows = np.arange(sims.shape[0])
         sims[rows, a + rows] = -np.inf
         top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]

@@ -171,8 +171,8 @@ class _KGComponent:
             for prep in verb.children:
                 if prep.dep_ in _PREP_DEPS:
                     objects.extend((f"{rel} {prep.lower_}", c) for c in prep.children if c.dep_ == "pobj")
-            for s in [x for t in subjects for x in (t, *t.conjuncts)]:
-                sname = node(s)
+            for subj in [x for t in subjects for x in (t, *t.conjuncts)]:
+                sname = node(subj)
                 if not sname:
                     continue
                 for r, o in objects:
