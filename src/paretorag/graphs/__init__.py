@@ -14,6 +14,10 @@ _MODULES = (
     "paretorag.graphs.tree",
     "paretorag.graphs.entities",
     "paretorag.graphs.concepts",
+    "paretorag.graphs.kg",
+    "paretorag.graphs.passages",
+    "paretorag.graphs.raptor",
+    "paretorag.graphs.communities",
 )
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..params import check_positive_int
-from ..providers.base import Task, user_prompt
+from ..providers.base import Request, Task, user_prompt
 from ..providers.wrappers import complete_many
 from ..store import ChunkTable
 from ..structures import pack_texts, unpack_texts
@@ -43,6 +43,16 @@ from .base import BuildContext, Builder, StructureData, register_builder
 
 SUMMARY_PROMPT = "Summarize the following text.\n\n{text}\n\nSummary:"
 """The minimal instruction prompt of §3.1: the task, then the text; nothing else."""
+
+
+def summary_request(texts: Sequence[str], *, max_tokens: int, max_words: int = 0) -> Request:
+    """One summarization call over ``texts`` with :data:`SUMMARY_PROMPT` (shared by RAPTOR).
+
+    The structured :class:`~paretorag.providers.base.Task` lets the LLM-free
+    ``extractive`` backend summarize too.
+    """
+    task = Task("summarize", texts=tuple(texts), max_words=max_words)
+    return user_prompt(SUMMARY_PROMPT.format(text="\n\n".join(texts)), task, max_tokens=max_tokens)
 
 
 def level_sizes(n: int, g: int) -> list[int]:
@@ -239,9 +249,9 @@ class SummaryTree(Builder):
                         if depth == 0
                         else [summaries[c - n] for c in grp]
                     )
-                    prompt = SUMMARY_PROMPT.format(text="\n\n".join(texts))
-                    task = Task("summarize", texts=tuple(texts), max_words=self.max_words)
-                    requests.append(user_prompt(prompt, task, max_tokens=self.max_tokens))
+                    requests.append(
+                        summary_request(texts, max_tokens=self.max_tokens, max_words=self.max_words)
+                    )
                 done = complete_many(llm, requests, self.max_concurrency)
                 bar.advance(len(done))
                 nxt: list[list[int]] = [[] for _ in current]
@@ -300,4 +310,7 @@ __all__ = [
     "TreeArrays",
     "expected_calls",
     "level_sizes",
+    "pack_texts",
+    "summary_request",
+    "unpack_texts",
 ]

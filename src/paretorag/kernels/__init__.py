@@ -6,11 +6,13 @@
 - :mod:`.steiner`: approximate Steiner trees, Kou and Mehlhorn (tested against networkx);
 - :mod:`.paths`: bounded shortest paths, k-hop paths between entities, path merging;
 - :mod:`.tfidf`: scikit-learn-compatible TF-IDF for the passage graph (tested against it).
+- :mod:`.knn`: exact k-nearest-neighbour pairs by blocks (synonym and TF-IDF edges).
 """
 
 from __future__ import annotations
 
 from .bfs import bfs_levels, hop_distances, k_hop, neighbors
+from .knn import knn_pairs
 from .pagerank import pagerank, transition
 from .paths import cover_paths, k_hop_paths, merge_paths, shortest_path
 from .rank import aggregate, dense_scores, normalize_rows, top_k, vector_top_k
@@ -26,6 +28,7 @@ __all__ = [
     "hop_distances",
     "k_hop",
     "k_hop_paths",
+    "knn_pairs",
     "merge_paths",
     "neighbors",
     "normalize_rows",

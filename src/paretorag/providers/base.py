@@ -87,6 +87,13 @@ class Tokenizer(Protocol):
     def offsets(self, text: str) -> list[tuple[int, int]]: ...
 
 
+def is_generative(llm: object) -> bool:
+    """Whether an LLM follows instructions (``generative``, default true; the ``extractive``
+    backend and the wrappers around it say false). Builders with an LLM-free path
+    (the knowledge graphs, §4) take it when this is false."""
+    return bool(getattr(llm, "generative", True))
+
+
 def user_prompt(
     text: str, task: Task | None = None, *, system: str | None = None, max_tokens: int = 512
 ) -> Request:

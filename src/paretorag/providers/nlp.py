@@ -93,18 +93,19 @@ class _NounRules:
 
     The same algorithm over the same tables, with the 57k-word noun index held as a
     set: spaCy keeps it as a list, which makes one lookup cost about half a millisecond.
+    ``pos="verb"`` reads the verb tables instead (the KG extractor's relation lemmas).
     """
 
-    def __init__(self, lemmatizer: Any) -> None:
+    def __init__(self, lemmatizer: Any, pos: str = "noun") -> None:
         tables = lemmatizer.lookups
-        self.index = frozenset(tables.get_table("lemma_index", {}).get("noun", ()))
-        self.exceptions: dict[str, list[str]] = dict(tables.get_table("lemma_exc", {}).get("noun", {}))
+        self.index = frozenset(tables.get_table("lemma_index", {}).get(pos, ()))
+        self.exceptions: dict[str, list[str]] = dict(tables.get_table("lemma_exc", {}).get(pos, {}))
         self.rules: list[tuple[str, str]] = [
-            tuple(r) for r in tables.get_table("lemma_rules", {}).get("noun", ())
+            tuple(r) for r in tables.get_table("lemma_rules", {}).get(pos, ())
         ]
 
     def lemma(self, word: str) -> str:
-        """The first lemma spaCy proposes for the plural noun ``word`` (lower case)."""
+        """The first lemma spaCy proposes for ``word`` (lower case; a plural noun by default)."""
         forms: list[str] = []
         oov: list[str] = []
         for old, new in self.rules:

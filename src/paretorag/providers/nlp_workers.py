@@ -52,7 +52,7 @@ class Worker:
             raise ProviderError("could not open the pipes of a spaCy extraction process")
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
 
-    def run(self, texts: list[str]) -> list[Extraction]:
+    def run(self, texts: list[str]) -> list[Any]:
         try:
             self._stdin.write(json.dumps(texts) + "\n")
             self._stdin.flush()
@@ -66,7 +66,7 @@ class Worker:
             raise ProviderError(
                 f"a spaCy extraction process exited with code {self._proc.returncode}: {tail}"
             )
-        return [Extraction(sents, n) for sents, n in json.loads(line)]
+        return list(json.loads(line))
 
     def close(self) -> None:
         self._stdin.close()
@@ -81,6 +81,14 @@ class Worker:
 def worker_main(settings_json: str) -> None:
     """A worker process's loop: a JSON list of texts in, a JSON list of extractions out, per line."""
     cfg = json.loads(settings_json)
+    if cfg.get("pipeline") == "kg":  # the knowledge-graph extractor (providers/nlp_kg.py)
+        from .nlp_kg import load_kg_pipeline, run_kg_pipe
+
+        kg = load_kg_pipeline()
+        for line in sys.stdin:
+            sys.stdout.write(json.dumps(run_kg_pipe(kg, json.loads(line), cfg["batch_size"])) + "\n")
+            sys.stdout.flush()
+        return
     nlp = load_pipeline(tuple(cfg["labels"]), split_names=cfg["split_names"], sentences=cfg["sentences"])
     for line in sys.stdin:
         out = [[e.sentences, e.n_tokens] for e in run_pipe(nlp, json.loads(line), cfg["batch_size"])]
@@ -90,12 +98,18 @@ def worker_main(settings_json: str) -> None:
 
 def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: int) -> Iterator[Extraction]:
     """Extractions of ``texts`` in input order, computed by ``n_process`` worker processes."""
+    for sents, n in parallel_payloads(texts, settings, n_process):
+        yield Extraction(sents, n)
+
+
+def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process: int) -> Iterator[Any]:
+    """Each worker's JSON answer per text (``[payload, n_tokens]``), in input order."""
     step = max(1, min(settings["batch_size"], -(-len(texts) // (8 * n_process))))
     shards = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for i in range(len(shards)):
         todo.put(i)
-    done: dict[int, list[Extraction]] = {}
+    done: dict[int, list[Any]] = {}
     cond = threading.Condition()
 
     def serve() -> None:
@@ -137,4 +151,4 @@ def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: 
                     break
 
 
-__all__ = ["Worker", "parallel_extract", "worker_main"]
+__all__ = ["Worker", "parallel_extract", "parallel_payloads", "worker_main"]

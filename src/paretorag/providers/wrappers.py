@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from ..types import Usage
-from .base import LLM, Completion, Request, Tokenizer
+from .base import LLM, Completion, Request, Tokenizer, is_generative
 
 
 class ResponseStore(Protocol):
@@ -45,8 +45,8 @@ class CachedLLM:
     def __init__(self, llm: LLM, store: ResponseStore) -> None:
         self.inner = llm
         self.name = llm.name
-        self.generative = bool(getattr(llm, "generative", True))
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self.generative = is_generative(llm)
         self._store = store
         self._identity = llm_identity(llm)
 
@@ -84,8 +84,8 @@ class CountingLLM:
     def __init__(self, llm: LLM, usage: Usage, stage: str, tokenizer: Tokenizer) -> None:
         self.inner = llm
         self.name = llm.name
-        self.generative = bool(getattr(llm, "generative", True))
         self.max_concurrency = int(getattr(llm, "max_concurrency", 1))
+        self.generative = is_generative(llm)
         self.usage = usage
         self.stage = stage
         self._tok = tokenizer
