@@ -11,18 +11,29 @@ Example
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .answer import generate
 from .context import pack
-from .errors import ConfigError, IndexFormatError, QuestionError
-from .graphs.base import get_builder
+from .diskerrors import disk_errors
+from .errors import (
+    ConfigError,
+    DamagedIndexError,
+    IndexFormatError,
+    InputError,
+    ParetoragError,
+    QuestionError,
+)
 from .index import IndexWriter, LoadedIndex, structure_plan
 from .ingest import Problem, read_paths
+from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, IndexConfig, Manifest
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
 from .progress import Progress
@@ -30,6 +41,8 @@ from .providers.base import LLM, Embedder, Tokenizer
 from .providers.embedders import RegexTokenizer, make_embedder
 from .providers.llm import make_llm
 from .providers.wrappers import CachedLLM, CountingLLM
+from .repair import RepairReport, check, recover_manifest, remove
+from .settings import OpenSettings
 from .store import Store
 from .types import Answer, Budget, Citation, ContextItem, Document, Usage
 
@@ -48,6 +61,15 @@ class IndexReport:
     committed: bool = False
 
 
+def _stamp(root: Path) -> tuple[int, int, int] | None:
+    """Identity of the manifest file on disk: a commit replaces it (new inode, mtime, size)."""
+    try:
+        st = os.stat(root / FILENAME)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
 def _validate_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise QuestionError('the question is empty; ask something, e.g. paretorag query "What is ...?"')
@@ -62,11 +84,24 @@ def _validate_question(question: str) -> str:
 class RAG:
     """An index directory plus the models that build and query it.
 
-    Use :meth:`open`; the constructor is internal.
+    Use :meth:`open`; the constructor is internal. Writes (``index``, ``insert``,
+    ``build``, ``delete``, ``repair``) take the index's writer lock; reads see the
+    latest commit, reloading when another process commits.
     """
 
     def __init__(
-        self, root: Path, store: Store, manifest: Manifest, embedder: Embedder, llm: LLM | None
+        self,
+        root: Path,
+        store: Store,
+        manifest: Manifest,
+        embedder: Embedder,
+        llm: LLM | None,
+        *,
+        settings: OpenSettings | None = None,
+        wait: bool | float = True,
+        on_wait: Callable[[str], None] | None = None,
+        created: bool = False,
+        damaged: str | None = None,
     ) -> None:
         self.root = root
         self.store = store
@@ -77,6 +112,15 @@ class RAG:
         self.usage = Usage.from_json(manifest.usage)
         self._view: LoadedIndex | None = None
         self._query_usage = Usage()  # LLM calls made by methods while retrieving
+        self._settings = settings or OpenSettings()
+        self._wait = wait
+        self._on_wait = on_wait
+        self._created = created  # this RAG created the directory: removed if the first index fails
+        self._damaged = damaged  # why the manifest could not be read (a writer repairs it)
+        self._lease = ReaderLease(root)
+        self._stamp = _stamp(root)
+        self._writing = False
+        self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
 
     # -- opening ---------------------------------------------------------------
     @classmethod
@@ -92,6 +136,8 @@ class RAG:
         workers: int | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
         create: bool = True,
+        wait: bool | float = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> RAG:
         """Open an index directory, creating it if needed.
 
@@ -116,11 +162,32 @@ class RAG:
             index's configuration. Structures built with other settings are rebuilt.
         create : bool
             Create the index if it does not exist (otherwise raise).
+        wait : bool or float
+            When another process holds the writer lock, a write waits (``True``), fails at
+            once with :class:`~paretorag.errors.IndexLockedError` (``False``), or waits
+            that many seconds.
+        on_wait : callable, optional
+            Called with a message naming the lock's holder when a write has to wait.
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise IndexFormatError(f"{root} is a file, not an index directory; choose another --index path")
-        manifest = Manifest.load(root) if root.exists() else None
+        damaged: str | None = None
+        try:
+            manifest = Manifest.load(root) if root.exists() else None
+        except DamagedIndexError as exc:  # readers report it; writers repair it
+            damaged = str(exc)
+            manifest = recover_manifest(root)[0]
+        settings = OpenSettings(
+            methods=methods,
+            llm=llm if isinstance(llm, str) else None,
+            embedder=embedder if isinstance(embedder, str) else None,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            workers=workers,
+            builders=dict(builders or {}),
+        )
+        created = False
         if manifest is None:
             if not create:
                 raise IndexFormatError(
@@ -130,56 +197,43 @@ class RAG:
                 raise IndexFormatError(
                     f"{root} is a non-empty directory that is not an index; choose a new or empty one"
                 )
-            root.mkdir(parents=True, exist_ok=True)
             manifest = Manifest(IndexConfig(methods=[]))
-        cfg = manifest.config
+            settings.apply(root, manifest)  # before creating anything: a bad setting leaves no folder
+            created = not root.exists() or not any(root.iterdir())
+            with disk_errors(root):
+                root.mkdir(parents=True, exist_ok=True)
         before = manifest.to_json()
-        has_docs = bool(manifest.counts.get("documents"))
-        if chunk_size is not None or chunk_overlap is not None:
-            new = (
-                chunk_size or cfg.chunk_size,
-                cfg.chunk_overlap if chunk_overlap is None else chunk_overlap,
-            )
-            if has_docs and new != (cfg.chunk_size, cfg.chunk_overlap):
-                raise ConfigError(
-                    f"{root} was chunked with size {cfg.chunk_size}/overlap {cfg.chunk_overlap}; "
-                    "chunking cannot change once documents are indexed: use a new --index directory"
-                )
-            cfg.chunk_size, cfg.chunk_overlap = new
-        if workers is not None:
-            cfg.workers = workers
-        if builders:
-            available_methods()  # importing the methods registers their builders
-        for bname, bsettings in (builders or {}).items():
-            merged = {**cfg.builders.get(bname, {}), **bsettings}
-            get_builder(bname, **merged)  # validates names and settings
-            cfg.builders[bname] = merged
-        for m in methods or ([] if cfg.methods else ["vanilla"]):
-            get_method(m)  # validates the name
-            if m not in cfg.methods:
-                cfg.methods.append(m)
-        if isinstance(llm, str):
-            cfg.llm = llm
-        emb_spec = embedder if isinstance(embedder, str) or embedder is None else None
-        if isinstance(emb_spec, str):
-            if has_docs and emb_spec != cfg.embedder:
-                raise ConfigError(
-                    f"{root} was embedded with {cfg.embedder!r}, not {emb_spec!r}; use a new --index directory"
-                )
-            cfg.embedder = emb_spec
-        cfg.validate()
-        emb: Embedder = make_embedder(cfg.embedder) if emb_spec is not None or embedder is None else embedder  # type: ignore[assignment]
+        settings.apply(root, manifest)
+        emb: Embedder = (
+            make_embedder(manifest.config.embedder)
+            if embedder is None or isinstance(embedder, str)
+            else embedder
+        )  # type: ignore[assignment]
         if embedder is not None and not isinstance(embedder, str):
             built_with = manifest.models.get("embedder")
-            if has_docs and built_with and built_with != emb.name:
+            if manifest.counts.get("documents") and built_with and built_with != emb.name:
                 raise ConfigError(
                     f"{root} was embedded with {built_with!r}, not {emb.name!r}; use a new index"
                 )
         llm_obj = None if llm is None or isinstance(llm, str) else llm
         store = Store(root)
-        if not (root / FILENAME).exists() or manifest.to_json() != before:
-            manifest.save(root)  # only when something changed: a reader never rewrites a live manifest
-        return cls(root, store, manifest, emb, llm_obj)
+        rag = cls(
+            root,
+            store,
+            manifest,
+            emb,
+            llm_obj,
+            settings=settings,
+            wait=wait,
+            on_wait=on_wait,
+            created=created,
+            damaged=damaged,
+        )
+        if damaged is None and (not (root / FILENAME).exists() or manifest.to_json() != before):
+            with rag._locked():  # only when something changed: a reader never rewrites a live manifest
+                rag.manifest.save(root)
+                rag._stamp = _stamp(root)
+        return rag
 
     # -- models ----------------------------------------------------------------
     def _base_llm(self) -> LLM:
@@ -203,14 +257,50 @@ class RAG:
         )
 
     # -- writing ---------------------------------------------------------------
-    def _is_current(self) -> bool:
-        """True if the committed vectors and structures match the documents and settings."""
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the writer lock, with the manifest re-read from disk (another writer may have
+        committed since this RAG was opened) and the open settings applied to it again."""
+        if self._writing:
+            yield
+            return
+        with WriterLock(self.root, wait=self._wait, on_wait=self._on_wait):
+            self._writing = True
+            try:
+                self._drop_view()
+                try:
+                    fresh = Manifest.load(self.root)
+                    self._damaged = None
+                except DamagedIndexError as exc:
+                    self._damaged = str(exc)
+                    fresh, note = recover_manifest(self.root)
+                    self.notes.append(note)
+                if fresh is not None:  # None: the manifest was removed; keep ours
+                    self._settings.apply(self.root, fresh)
+                    self.manifest = fresh
+                    self.usage = Usage.from_json(fresh.usage)
+                yield
+            finally:
+                self._writing = False
+                self._stamp = _stamp(self.root)
+
+    def _needs_commit(self) -> bool:
+        """True if the committed vectors and structures do not match the live documents and
+        settings, a delete is pending, the manifest was damaged or a file it names is missing."""
         m = self.manifest
         fp = self.store.chunk_table().fingerprint()
-        if not m.vectors or m.vectors != f"chunks-{fp[:16]}":
-            return False
+        if self._damaged or not m.vectors or m.vectors != f"chunks-{fp[:16]}":
+            return True
         _, dirnames = structure_plan(m.config, fp)
-        return all(m.structures.get(name, {}).get("dir") == d for name, d in dirnames.items())
+        if any(m.structures.get(name, {}).get("dir") != d for name, d in dirnames.items()):
+            return True
+        problems = check(self.root, m, deep=False)
+        remove(problems)
+        return bool(problems)
+
+    def _commit(self, progress: Progress | None) -> None:
+        self._writer(progress).commit()
+        self._damaged = None
 
     def index(
         self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None
@@ -219,73 +309,158 @@ class RAG:
 
         Unchanged documents (same content hash) are skipped. A bad file is reported in
         ``IndexReport.problems`` and the rest is indexed; if nothing is usable,
-        :class:`~paretorag.errors.InputError` is raised and nothing stored changes.
+        :class:`~paretorag.errors.InputError` is raised and nothing stored changes. Pending
+        deletes and missing files are completed on the way. If the first ``index`` of a
+        directory this RAG created stores nothing, the directory is removed again.
         """
         t0 = time.perf_counter()
-        items = list(sources)
-        docs = [d for d in items if isinstance(d, Document)]
-        paths = [p for p in items if not isinstance(p, Document)]
-        problems: list[Problem] = []
-        if paths:
-            read, problems = read_paths(paths)
-            docs.extend(read)
-        writer = self._writer(progress)
-        added, unchanged = writer.ingest(docs)
-        report = IndexReport(added=added, unchanged=unchanged, problems=problems)
-        if added or not self._is_current():
-            writer.commit()
-            report.committed = True
-            self._view = None
+        try:
+            with self._locked():
+                items = list(sources)
+                docs = [d for d in items if isinstance(d, Document)]
+                paths = [p for p in items if not isinstance(p, Document)]
+                problems: list[Problem] = []
+                if paths:
+                    read, problems = read_paths(paths)
+                    docs.extend(read)
+                added, unchanged = self._writer(progress).ingest(docs)
+                report = IndexReport(added=added, unchanged=unchanged, problems=problems)
+                if added or self._needs_commit():
+                    self._commit(progress)
+                    report.committed = True
+        except BaseException:
+            self._remove_if_unused()
+            raise
+        self._created = False
         report.chunks = int(self.manifest.counts.get("chunks", 0))
         report.seconds = time.perf_counter() - t0
         return report
 
     insert = index
 
+    def _remove_if_unused(self) -> None:
+        """Remove the directory this RAG created if a failed first write stored nothing."""
+        if not self._created or self.manifest.vectors:
+            return
+        try:
+            if self.store.all_document_ids():
+                return  # an interrupted first index: kept, so that a re-run resumes
+        except ParetoragError:
+            return
+        self.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+        self._created = False
+
     def build(self, methods: Sequence[str] | None = None, *, progress: Progress | None = None) -> None:
         """Build the structures the given (or configured) methods need for the current documents."""
         for m in methods or []:
             get_method(m)
-            if m not in self.manifest.config.methods:
-                self.manifest.config.methods.append(m)
-        if not self._is_current():
-            self._writer(progress).commit()
-            self._view = None
+        self._settings.methods = [*(self._settings.methods or []), *(methods or [])]
+        with self._locked():
+            if self._needs_commit():
+                self._commit(progress)
 
     def delete(self, doc_ids: Iterable[str], *, progress: Progress | None = None) -> list[str]:
         """Remove documents and everything derived only from them; returns the ids removed.
 
-        Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes.
+        Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
+        id whose delete was interrupted is accepted, and the delete is finished.
         """
-        from .errors import InputError
-
         ids = list(doc_ids)
-        known = {d["doc_id"] for d in self.store.documents()}
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise InputError(
-                f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect`"
-            )
-        removed = self.store.mark_deleted(ids)
-        if removed:
-            self._writer(progress).commit()
-            self._view = None
+        with self._locked():
+            known = self.store.all_document_ids()
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise InputError(
+                    f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect --documents`"
+                )
+            removed = self.store.mark_deleted(ids)
+            if removed or self._needs_commit():
+                self._commit(progress)
         return removed
 
+    def repair(self, *, progress: Progress | None = None) -> RepairReport:
+        """Rebuild whatever the manifest names that is missing or unreadable, from SQLite, the
+        embedding cache and the LLM cache; a damaged manifest is recovered first."""
+        report = RepairReport()
+        self.notes.clear()
+        with self._locked():
+            report.notes = list(self.notes)
+            problems = check(self.root, self.manifest, self.store)
+            report.problems = [str(p) for p in problems]
+            fatal = [p for p in problems if not p.remove and "index.sqlite" in p.message]
+            if fatal:
+                raise IndexFormatError(
+                    f"{fatal[0]}; the database cannot be repaired: restore {self.store.path} from a "
+                    "backup, or index the sources again into a new --index directory"
+                )
+            remove(problems)
+            if problems or self._damaged or self._needs_commit():
+                self._commit(progress)
+                report.rebuilt = True
+        return report
+
+    def check(self) -> list[str]:
+        """Problems of the committed index: files the manifest names that are missing, unreadable
+        or out of step with its counts, and SQLite's integrity (empty when all is well)."""
+        self._sync()
+        if self._damaged:
+            return [self._damaged]
+        return [str(p) for p in check(self.root, self.manifest, self.store)]
+
     # -- reading ---------------------------------------------------------------
+    def _sync(self) -> None:
+        """Follow a commit made by another writer (one ``stat`` when nothing changed)."""
+        if self._writing or _stamp(self.root) == self._stamp:
+            return
+        self._stamp = _stamp(self.root)
+        try:
+            fresh = Manifest.load(self.root)
+        except DamagedIndexError as exc:
+            self._damaged = str(exc)
+            self._drop_view()
+            return
+        if fresh is not None:
+            self._damaged = None
+            if fresh.generation != self.manifest.generation or fresh.to_json() != self.manifest.to_json():
+                self.manifest = fresh
+                self.usage = Usage.from_json(fresh.usage)
+                self._drop_view()
+
+    def _drop_view(self) -> None:
+        self._view = None
+        self._lease.release()
+
     @property
     def view(self) -> LoadedIndex:
-        """The committed index as methods see it (loaded once, reloaded after writes)."""
-        if self._view is None:
-            self._view = LoadedIndex(
-                self.root,
-                self.store,
-                self.manifest,
-                self.embedder,
-                self.tokenizer,
-                lambda stage: self._llm_for(self._query_usage, stage),
-            )
-        return self._view
+        """The committed index as methods see it (loaded once, reloaded after a commit)."""
+        self._sync()
+        for attempt in range(5):
+            if self._view is not None:
+                return self._view
+            if self._damaged:
+                raise DamagedIndexError(self._damaged)
+            m = self.manifest
+            stamp = self._stamp
+            # name the files before loading them; a commit after this leaves them in place
+            self._lease.hold(m.vectors, [str(info.get("dir", "")) for info in m.structures.values()])
+            if _stamp(self.root) != stamp and not self._writing:  # a commit got in between
+                self._sync()
+                continue
+            try:
+                self._view = LoadedIndex(
+                    self.root,
+                    self.store,
+                    m,
+                    self.embedder,
+                    self.tokenizer,
+                    lambda stage: self._llm_for(self._query_usage, stage),
+                )
+            except IndexFormatError:
+                if attempt == 4 or self._writing or _stamp(self.root) == stamp:
+                    raise
+                self._sync()  # a newer commit replaced the files we were reading
+        raise DamagedIndexError(f"{self.root} changed five times while loading; try again")
 
     def retrieve(
         self,
@@ -300,6 +475,13 @@ class RAG:
         question = _validate_question(question)
         m = get_method(method, **params)
         view = self.view
+        if m.requires and not len(view.chunks):
+            stored = len(self.store.all_document_ids())
+            unfinished = f" ({stored} stored by an unfinished run)" if stored else ""
+            raise IndexFormatError(
+                f"index {self.root} has no committed documents{unfinished}; "
+                f"run `paretorag index PATH... --index {self.root}`"
+            )
         missing = [s for s in m.requires if s != "vectors" and s not in self.manifest.structures]
         if missing:
             from .errors import MissingStructureError
@@ -398,15 +580,16 @@ class RAG:
 
     # -- inspection -----------------------------------------------------------
     def documents(self, *, pending: bool = False) -> list[dict[str, Any]]:
-        """Committed documents (with ``pending=True``: also those stored by an unfinished run)."""
-        docs = self.store.documents()
+        """Committed documents, those of an unfinished delete flagged ``pending_delete``
+        (with ``pending=True``: the stored documents, including those of an unfinished run)."""
         if pending:
-            return docs
+            return self.store.documents()
         committed = set(self.view.chunks.doc_ids)
-        return [d for d in docs if d["doc_id"] in committed]
+        return [d for d in self.store.documents(include_deleted=True) if d["doc_id"] in committed]
 
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, structures, sizes, models and LLM usage per stage."""
+        self._sync()
         m = self.manifest
         sizes: dict[str, int] = {}
         for sub in ("vectors", "structures"):
@@ -430,6 +613,7 @@ class RAG:
         }
 
     def close(self) -> None:
+        self._drop_view()
         self.store.close()
 
     def __enter__(self) -> RAG:
