@@ -16,6 +16,7 @@ as JSON lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -68,8 +69,13 @@ class Worker:
             )
         return [Extraction(sents, n) for sents, n in json.loads(line)]
 
+    def kill(self) -> None:
+        """Stop at once (an interrupted build): the shard in progress is dropped."""
+        self._proc.kill()
+
     def close(self) -> None:
-        self._stdin.close()
+        with contextlib.suppress(BrokenPipeError):  # killed: nothing to flush
+            self._stdin.close()
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -97,9 +103,17 @@ def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: 
         todo.put(i)
     done: dict[int, list[Extraction]] = {}
     cond = threading.Condition()
+    engines: list[Worker] = []
+    stopped = threading.Event()  # the caller stopped early (Ctrl-C, an error): kill, do not drain
 
     def serve() -> None:
+        if stopped.is_set():
+            return
         engine = Worker(settings)  # started in parallel: each loads the model once
+        with cond:
+            engines.append(engine)
+        if stopped.is_set():
+            engine.kill()
         try:
             while True:
                 try:
@@ -117,6 +131,7 @@ def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: 
 
     with ThreadPoolExecutor(max_workers=n_process, thread_name_prefix="paretorag-spacy") as pool:
         loops: list[Future[None]] = [pool.submit(serve) for _ in range(n_process)]
+        completed = False
         try:
             for i in range(len(shards)):
                 with cond:
@@ -129,12 +144,18 @@ def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: 
                         cond.wait(0.5)
                     out = done.pop(i)
                 yield from out
+            completed = True
         finally:
-            while True:  # stopped early or failed: let the engines finish their current shard
+            while True:  # stopped early or failed: no new shards
                 try:
                     todo.get_nowait()
                 except queue.Empty:
                     break
+            if not completed:
+                stopped.set()  # and no waiting for the shards in progress either
+                with cond:
+                    for engine in engines:
+                        engine.kill()
 
 
 __all__ = ["Worker", "parallel_extract", "worker_main"]
