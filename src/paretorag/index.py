@@ -44,6 +44,7 @@ from .types import ContextItem, Document, FloatArray, Scored, Usage
 from .vectors import VectorIndex
 
 EMBED_BATCH = 64
+CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite too
 STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to reach a step
 
 
@@ -231,6 +232,8 @@ class IndexWriter:
         # the latest time each stage did real work (a cache-only pass keeps the old figure)
         m.timings = {**m.timings, **{k: round(v, 4) for k, v in self.timings.items()}}
         m.generation += 1
+        # a second copy of the configuration, for `paretorag repair` if both manifest files are lost
+        self.store.put_kv(CONFIG_KEY, {"config": m.to_json()["config"], "models": m.models})
         m.save(self.root)
         self.store.purge_deleted()
         collect_garbage(self.root, stem, [s["dir"] for s in structures.values()])

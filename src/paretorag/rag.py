@@ -112,7 +112,9 @@ class RAG(IndexSession):
             manifest = Manifest.load(root) if root.exists() else None
         except DamagedIndexError as exc:  # readers report it; writers repair it
             damaged = str(exc)
-            manifest = recover_manifest(root)[0]
+            probe = Store(root)  # the configuration the last commit kept, if the backup is gone too
+            manifest = recover_manifest(root, probe)[0]
+            probe.close()
         settings = OpenSettings(
             methods=methods,
             llm=llm if isinstance(llm, str) else None,
@@ -134,7 +136,7 @@ class RAG(IndexSession):
                 )
             manifest = Manifest(IndexConfig(methods=[]))
             settings.apply(root, manifest)  # before creating anything: a bad setting leaves no folder
-            created = not root.exists() or not any(root.iterdir())
+            created = not root.exists()
             with disk_errors(root):
                 root.mkdir(parents=True, exist_ok=True)
         before = manifest.to_json()

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import DamagedIndexError, IndexFormatError
-from .index import vector_files
+from .index import CONFIG_KEY, vector_files
 from .manifest import BACKUP, FILENAME, IndexConfig, Manifest
 from .store import Store
 from .structures import has_structure
@@ -45,14 +45,26 @@ class RepairReport:
     rebuilt: bool = False
 
 
-def recover_manifest(root: Path) -> tuple[Manifest, str]:
-    """A manifest to replace an unreadable ``manifest.json``, and a note saying where it came from."""
+def recover_manifest(root: Path, store: Store | None = None) -> tuple[Manifest, str]:
+    """A manifest to replace an unreadable ``manifest.json``, and a note saying where it came
+    from: ``manifest.json.bak``, else the configuration the last commit kept in SQLite, else
+    the default configuration. Vectors and structures are then rebuilt by a commit."""
     try:
         backup = Manifest.load(root, BACKUP)
     except IndexFormatError:
         backup = None
     if backup is not None:
         return backup, f"{root / FILENAME} was damaged; recovered it from {BACKUP}"
+    try:
+        kept = store.get_kv(CONFIG_KEY) if store is not None else None
+    except IndexFormatError:
+        kept = None
+    if isinstance(kept, dict) and isinstance(kept.get("config"), dict):
+        m = Manifest(IndexConfig.from_json(kept["config"]), models=dict(kept.get("models") or {}))
+        return (
+            m,
+            f"{root / FILENAME} was damaged; recovered its configuration from {store.path if store else ''}",
+        )
     return Manifest(IndexConfig()), (
         f"{root / FILENAME} was damaged and has no readable {BACKUP}; rebuilt it with the default "
         "configuration (methods: vanilla, embedder: minilm, chunks 1200/100): pass --methods, "

@@ -133,7 +133,7 @@ class IndexSession:
                     self._damaged = None
                 except DamagedIndexError as exc:
                     self._damaged = str(exc)
-                    fresh, note = recover_manifest(self.root)
+                    fresh, note = recover_manifest(self.root, self.store)
                     self.notes.append(note)
                 if fresh is not None:  # None: the manifest was removed; keep ours
                     self._settings.apply(self.root, fresh)

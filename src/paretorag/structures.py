@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def load_structure(root: Path, dirname: str) -> StructureData:
         with np.load(path / "arrays.npz", allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise DamagedIndexError(
             f"cannot read structure {path} ({exc}); run `paretorag repair --index {root.parent}`"
         ) from exc
