@@ -300,6 +300,8 @@ class RAG(IndexSession):
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, structures, sizes, models and LLM usage per stage."""
         self._sync()
+        if self._damaged:
+            raise DamagedIndexError(self._damaged)
         m = self.manifest
         sizes: dict[str, int] = {}
         for sub in ("vectors", "structures"):
