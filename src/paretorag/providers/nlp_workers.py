@@ -32,6 +32,17 @@ from ..errors import ProviderError
 from .nlp import Extraction, load_pipeline, run_pipe
 
 _WORKER_CODE = "import sys; from paretorag.providers.nlp_workers import worker_main; worker_main(sys.argv[1])"
+_LIVE: set[Worker] = set()  # running workers, for stop_all()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Kill every running extraction process (an interrupted build): their shards are dropped,
+    and the threads waiting on them see the end of the pipe at once."""
+    with _LIVE_LOCK:
+        workers = list(_LIVE)
+    for w in workers:
+        w.kill()
 
 
 class Worker:
@@ -52,6 +63,8 @@ class Worker:
         if self._proc.stdin is None or self._proc.stdout is None:  # both are pipes: never
             raise ProviderError("could not open the pipes of a spaCy extraction process")
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def run(self, texts: list[str]) -> list[Extraction]:
         try:
@@ -74,6 +87,8 @@ class Worker:
         self._proc.kill()
 
     def close(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
         with contextlib.suppress(BrokenPipeError):  # killed: nothing to flush
             self._stdin.close()
         try:
@@ -158,4 +173,4 @@ def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: 
                         engine.kill()
 
 
-__all__ = ["Worker", "parallel_extract", "worker_main"]
+__all__ = ["Worker", "parallel_extract", "stop_all", "worker_main"]
