@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from paretorag import RAG
+from paretorag.errors import IndexFormatError
 from paretorag.providers.embedders import HashEmbedder
 
 CHILD = Path(__file__).with_name("crash_child.py")
@@ -91,9 +92,13 @@ def test_kill_during_first_index(tmp_path, corpora, reference, kill_on):
     a, _ = corpora
     ix = tmp_path / "ix"
     assert _run(ix, [a], kill_on)
-    # the index loads (nothing committed yet: empty), and a re-run completes it
+    # the index loads; before the first commit a query says so, and a re-run completes it
     rag = RAG.open(ix, embedder=HashEmbedder(32))
-    assert rag.query("rivers", context_only=True).contexts == [] or rag.manifest.vectors
+    if rag.manifest.vectors:
+        assert rag.query("rivers", context_only=True).contexts
+    else:
+        with pytest.raises(IndexFormatError, match="no committed documents"):
+            rag.query("rivers", context_only=True)
     rag.close()
     _run(ix, [a])
     _same(_snapshot(ix), reference[0])

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from .errors import (
     ConfigError,
+    DamagedIndexError,
     IndexFormatError,
+    IndexLockedError,
     InputError,
     LLMError,
     MissingDependencyError,
@@ -15,6 +17,7 @@ from .errors import (
     ParetoragError,
     ProviderError,
     QuestionError,
+    StorageError,
 )
 from .methods.base import Method, QueryOptions, Retrieval, available_methods, get_method, register
 from .providers.base import Completion, Message, Request, Task
@@ -34,11 +37,13 @@ __all__ = [
     "Completion",
     "ConfigError",
     "ContextItem",
+    "DamagedIndexError",
     "Document",
     "ExtractiveLLM",
     "FakeLLM",
     "HashEmbedder",
     "IndexFormatError",
+    "IndexLockedError",
     "IndexReport",
     "InputError",
     "LLMError",
@@ -55,6 +60,7 @@ __all__ = [
     "Retrieval",
     "Scored",
     "SentenceTransformerEmbedder",
+    "StorageError",
     "Task",
     "Usage",
     "__version__",

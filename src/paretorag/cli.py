@@ -1,4 +1,4 @@
-"""The ``paretorag`` command line: index, query, insert, delete, inspect, eval.
+"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval.
 
 Results go to stdout; progress bars, warnings and errors go to stderr, so
 ``paretorag query ... --json > answer.json`` holds only the answer. Every piece of
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,10 +22,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .errors import ConfigError, ParetoragError
+from .errors import ConfigError, IndexFormatError, ParetoragError
 from .progress import RichProgress
 from .providers.llm import make_llm
 from .rag import RAG, IndexReport
+from .store import Store
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
@@ -55,6 +58,40 @@ def _text(value: Any) -> str:
     return escape(str(value))
 
 
+NoWaitOpt = typer.Option(
+    False, "--no-wait", help="Fail at once if another process is writing the index (default: wait)."
+)
+
+
+def _open(index_dir: Path, no_wait: bool, **kwargs: Any) -> RAG:
+    """Open an index for writing: wait for another writer (saying whom), or fail with --no-wait."""
+    return RAG.open(index_dir, wait=not no_wait, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]"), **kwargs)
+
+
+def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
+    """Ctrl-C in a write: say what was kept and how to resume; exit 130 like a shell."""
+    if rag is None or not index_dir.exists():
+        err.print("[yellow]interrupted[/]: nothing was stored")
+    else:
+        try:
+            store = Store(index_dir)  # the RAG's own connection is closed by now
+            stored = store.counts()["documents"]
+            store.close()
+            committed = rag.manifest.counts.get("documents", 0)
+            err.print(
+                f"[yellow]interrupted[/]: kept {stored} stored document(s), cached vectors and finished "
+                f"structures; the index serves its last commit ({committed} document(s)). {what}"
+                "Run the same command again to resume."
+            )
+        except ParetoragError:
+            err.print("[yellow]interrupted[/]: run the same command again to resume")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        os._exit(130)  # a builder thread still inside a long step: do not wait for it at exit
+    raise typer.Exit(code=130)
+
+
 def _methods(value: str | None) -> list[str] | None:
     return [m.strip() for m in value.split(",") if m.strip()] if value else None
 
@@ -73,6 +110,11 @@ def _builder_settings(items: list[str]) -> dict[str, dict[str, Any]]:
             value = raw
         out.setdefault(structure, {})[name] = value
     return out
+
+
+def _notes(rag: RAG) -> None:
+    for note in rag.notes:
+        err.print(f"[yellow]note[/] {note}")
 
 
 def _fail(exc: ParetoragError) -> None:
@@ -111,38 +153,49 @@ def index(
     settings: list[str] = typer.Option(
         [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
     ),
+    no_wait: bool = NoWaitOpt,
 ) -> None:
-    """Index files and build the structures the methods need."""
+    """Index files and build the structures the methods need (repairing missing files)."""
+    rag = None
     try:
-        with (
-            RAG.open(
-                index_dir,
-                methods=_methods(methods),
-                llm=llm,
-                embedder=embedder,
-                chunk_size=chunk_size,
-                chunk_overlap=chunk_overlap,
-                builders=_builder_settings(settings),
-            ) as rag,
-            RichProgress() as progress,
-        ):
+        rag = _open(
+            index_dir,
+            no_wait,
+            methods=_methods(methods),
+            llm=llm,
+            embedder=embedder,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            builders=_builder_settings(settings),
+        )
+        with rag, RichProgress() as progress:
             report = rag.index(paths, progress=progress)
+            _notes(rag)
             _report(report, rag)
     except ParetoragError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
 
 
 @app.command()
 def insert(
     paths: list[Path] = typer.Argument(..., help="Files or directories to add."),
     index_dir: Path = IndexOpt,
+    no_wait: bool = NoWaitOpt,
 ) -> None:
     """Add documents to an existing index (unchanged ones are skipped)."""
+    rag = None
     try:
-        with RAG.open(index_dir, create=False) as rag, RichProgress() as progress:
-            _report(rag.insert(paths, progress=progress), rag)
+        rag = _open(index_dir, no_wait, create=False)
+        with rag, RichProgress() as progress:
+            report = rag.insert(paths, progress=progress)
+            _notes(rag)
+            _report(report, rag)
     except ParetoragError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
 
 
 @app.command()
@@ -151,14 +204,43 @@ def delete(
         ..., help="Document ids (list them with `paretorag inspect --index DIR --documents`)."
     ),
     index_dir: Path = IndexOpt,
+    no_wait: bool = NoWaitOpt,
 ) -> None:
     """Remove documents and everything derived only from them."""
+    rag = None
     try:
-        with RAG.open(index_dir, create=False) as rag, RichProgress() as progress:
+        rag = _open(index_dir, no_wait, create=False)
+        with rag, RichProgress() as progress:
             removed = rag.delete(doc_ids, progress=progress)
+            _notes(rag)
             out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
     except ParetoragError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir, "The delete is pending: it is finished by the next write. ")
+
+
+@app.command()
+def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
+    """Rebuild missing or damaged files from SQLite, the embedding cache and the LLM cache."""
+    rag = None
+    try:
+        rag = _open(index_dir, no_wait, create=False)
+        with rag, RichProgress() as progress:
+            report = rag.repair(progress=progress)
+            for note in report.notes:
+                err.print(f"[yellow]note[/] {note}")
+            for problem in report.problems:
+                out.print(f"found: {problem}")
+            c = rag.manifest.counts
+            out.print(
+                ("repaired" if report.rebuilt else "nothing to repair")
+                + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
+            )
+    except ParetoragError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
 
 
 @app.command()
@@ -204,10 +286,30 @@ def inspect(
     index_dir: Path = IndexOpt,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     documents: bool = typer.Option(False, "--documents", help="List every document."),
+    check: bool = typer.Option(
+        False, "--check", help="Verify every file the manifest names, and SQLite; exit 1 on a problem."
+    ),
 ) -> None:
     """Show documents, chunks, structures, sizes, models and LLM usage per stage."""
     try:
         with RAG.open(index_dir, create=False) as rag:
+            if check:
+                problems = rag.check()
+                for p in problems:
+                    out.print(f"[red]problem[/] {p}")
+                if problems:
+                    out.print(
+                        f"{len(problems)} problem(s); fix them with `paretorag repair --index {index_dir}`"
+                    )
+                    raise typer.Exit(code=1)
+                out.print(f"{index_dir}: every file the manifest names is present and consistent; SQLite ok")
+                return
+            damaged = rag.store.integrity()  # a damaged database is reported here, not only by writes
+            if damaged:
+                raise IndexFormatError(
+                    f"{damaged[0]}; restore {rag.store.path} from a backup, or index the sources "
+                    "again into a new --index directory"
+                )
             stats: dict[str, Any] = rag.stats()
             if as_json or documents:
                 stats["documents"] = rag.documents()
@@ -240,8 +342,9 @@ def inspect(
     out.print(f"stage timings (s): {_text(stats['timings'])}")
     if documents:
         for d in stats["documents"]:
+            flag = "  (delete pending)" if d.get("pending_delete") else ""
             out.print(
-                f"{_text(d['doc_id'])}  {d['n_chunks']:>5} chunks  {_text(d['title'][:60])}  ({_text(d['source'])})"
+                f"{_text(d['doc_id'])}  {d['n_chunks']:>5} chunks  {_text(d['title'][:60])}  ({_text(d['source'])}){flag}"
             )
     else:
         out.print("[dim]document ids: paretorag inspect --index DIR --documents[/]")

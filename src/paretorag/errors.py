@@ -6,7 +6,10 @@
     ├── ConfigError            a setting or argument is invalid (names it and the fix)
     ├── InputError             a file, directory or question cannot be used
     │   └── QuestionError      an empty or oversized question
-    ├── IndexFormatError       an index directory is missing, damaged or too new
+    ├── IndexFormatError       an index directory is missing, empty, damaged or too new
+    │   └── DamagedIndexError  a file the manifest names is missing or unreadable: `paretorag repair`
+    ├── IndexLockedError       another process is writing the index (names its pid)
+    ├── StorageError           the disk is full, read-only or refuses a write (names the file)
     ├── MissingStructureError  a method needs a structure the index has not built
     ├── MissingDependencyError an optional extra is not installed
     └── ProviderError          an embedder or LLM backend failed
@@ -38,7 +41,19 @@ class QuestionError(InputError):
 
 
 class IndexFormatError(ParetoragError):
-    """An index directory is missing, damaged or written by a newer version."""
+    """An index directory is missing, empty, damaged or written by a newer version."""
+
+
+class DamagedIndexError(IndexFormatError):
+    """A file of the index is missing or unreadable; ``paretorag repair`` rebuilds it."""
+
+
+class IndexLockedError(ParetoragError):
+    """Another process holds the index's writer lock (``--no-wait``, or the wait timed out)."""
+
+
+class StorageError(ParetoragError):
+    """A file of the index cannot be written: disk full, read-only file system, permission denied."""
 
 
 class MissingStructureError(ParetoragError):
@@ -71,8 +86,10 @@ class EmbedderError(ProviderError):
 
 __all__ = [
     "ConfigError",
+    "DamagedIndexError",
     "EmbedderError",
     "IndexFormatError",
+    "IndexLockedError",
     "InputError",
     "LLMError",
     "LLMResponseError",
@@ -82,4 +99,5 @@ __all__ = [
     "ParetoragError",
     "ProviderError",
     "QuestionError",
+    "StorageError",
 ]

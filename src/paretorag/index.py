@@ -10,27 +10,34 @@ Stages of a commit (unified framework §3: graph building and index construction
 
 A run killed anywhere leaves the previous manifest, which names only complete files,
 so the index loads as it was; a re-run skips stored documents, cached vectors and
-finished structures, and ends identical to an uninterrupted run.
+finished structures, and ends identical to an uninterrupted run. Writers hold the
+index's writer lock (:mod:`paretorag.lock`); on Ctrl-C, builder threads stop at their
+next step (:mod:`paretorag.cancel`) and finished structures stay on disk for the re-run.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .cancel import CancellableLLM, CancellableProgress, check
 from .chunking import chunk_document
-from .errors import ConfigError, MissingStructureError
+from .diskerrors import disk_errors
+from .errors import ConfigError, DamagedIndexError, MissingStructureError
 from .graphs.base import Builder, builder_class, get_builder
+from .lock import collect_garbage
 from .manifest import IndexConfig, Manifest
 from .methods.base import get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
+from .providers.nlp_workers import stop_all as stop_workers
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
@@ -38,13 +45,27 @@ from .types import ContextItem, Document, FloatArray, Scored, Usage
 from .vectors import VectorIndex
 
 EMBED_BATCH = 64
+CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite too
+STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to reach a step
+
+
+def vector_files(stem: str) -> tuple[str, str, str]:
+    """The three files of a committed chunk-vector set, under ``vectors/``."""
+    return f"{stem}.npy", f"{stem}.faiss", f"{stem}.ids.txt"
 
 
 class CachedEmbedder:
     """An embedder whose vectors are cached in the index by text hash (batched commits)."""
 
-    def __init__(self, embedder: Embedder, store: Store, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: Store,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self.inner = embedder
+        self._cancel = cancel or threading.Event()
         self.name = embedder.name
         self.dim = embedder.dim
         self._store = store
@@ -62,6 +83,7 @@ class CachedEmbedder:
             items = list(todo.items())
             with self._progress.task(description or "embedding", total=len(items)) as task:
                 for i in range(0, len(items), EMBED_BATCH):
+                    check(self._cancel)
                     batch = items[i : i + EMBED_BATCH]
                     vecs = self.inner.embed([t for _, t in batch])
                     self.computed += len(batch)
@@ -124,7 +146,7 @@ class _BuildContext:
         self.chunks = chunks
         self.embedder: Embedder = index.embedder
         self.tokenizer = index.tokenizer
-        self.progress = index.progress
+        self.progress = CancellableProgress(index.progress, index.cancel)
         self.workers = index.manifest.config.workers
         self._index = index
         self._built = built
@@ -162,7 +184,8 @@ class IndexWriter:
         self.root = root
         self.store = store
         self.manifest = manifest
-        self.embedder = CachedEmbedder(embedder, store, progress)
+        self.cancel = threading.Event()  # set on Ctrl-C: builder threads stop at their next step
+        self.embedder = CachedEmbedder(embedder, store, progress, self.cancel)
         self.tokenizer = tokenizer
         self._llm_factory = llm_factory
         self._llm: LLM | None = None
@@ -173,7 +196,7 @@ class IndexWriter:
     def llm_for(self, stage: str) -> LLM:
         if self._llm is None:
             self._llm = CachedLLM(self._llm_factory(), self.store)
-        return CountingLLM(self._llm, self.usage, stage, self.tokenizer)
+        return CountingLLM(CancellableLLM(self._llm, self.cancel), self.usage, stage, self.tokenizer)
 
     # -- stage 1 --------------------------------------------------------------
     def ingest(self, docs: Sequence[Document]) -> tuple[int, int]:
@@ -209,10 +232,14 @@ class IndexWriter:
             self.timings["embed"] = time.perf_counter() - t0
         stem = f"chunks-{fp[:16]}"
         vdir = self.root / "vectors"
-        if not (vdir / f"{stem}.npy").exists() or m.vectors != stem:
+        if m.vectors != stem or not all((vdir / f).is_file() for f in vector_files(stem)):
             t1 = time.perf_counter()
             VectorIndex(vectors).save(vdir, stem)
-            (vdir / f"{stem}.ids.txt").write_text("\n".join(chunks.ids), encoding="utf-8")
+            ids = vdir / f"{stem}.ids.txt"
+            tmp = vdir / f".{stem}.ids.txt.tmp"
+            with disk_errors(ids):
+                tmp.write_text("\n".join(chunks.ids), encoding="utf-8")
+                os.replace(tmp, ids)
             self.timings["vectors"] = time.perf_counter() - t1
         structures = self._build_structures(chunks, fp)
         m.vectors = stem
@@ -222,9 +249,12 @@ class IndexWriter:
         m.usage = self.usage.to_json()
         # the latest time each stage did real work (a cache-only pass keeps the old figure)
         m.timings = {**m.timings, **{k: round(v, 4) for k, v in self.timings.items()}}
+        m.generation += 1
+        # a second copy of the configuration, for `paretorag repair` if both manifest files are lost
+        self.store.put_kv(CONFIG_KEY, {"config": m.to_json()["config"], "models": m.models})
         m.save(self.root)
         self.store.purge_deleted()
-        self._collect_garbage(stem, structures)
+        collect_garbage(self.root, stem, [s["dir"] for s in structures.values()])
 
     def _build_structures(self, chunks: ChunkTable, fp: str) -> dict[str, dict[str, Any]]:
         builders, dirnames = structure_plan(self.manifest.config, fp)
@@ -240,16 +270,31 @@ class IndexWriter:
                 seconds = prev.get("seconds") if prev.get("dir") == dirnames[name] else None
                 done[name] = _structure_info(dirnames[name], built[name], seconds)
                 pending.remove(name)
-        while pending:
-            ready = [n for n in pending if all(d in built for d in builder_class(n).requires)]
-            with ThreadPoolExecutor(max_workers=max(1, len(ready))) as pool:
-                results = list(pool.map(lambda n: self._build_one(builders[n], chunks, built), ready))
-            for name, data, seconds in results:
-                save_structure(sdir, dirnames[name], data)
-                built[name] = data
-                done[name] = _structure_info(dirnames[name], data, seconds)
-                self.timings[f"build.{name}"] = seconds
-                pending.remove(name)
+        if not pending:
+            return done
+        pool = ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="paretorag-build")
+        running: dict[Future[tuple[str, StructureData, float]], str] = {}
+        try:
+            while pending:
+                for n in pending:  # start every builder whose inputs are built
+                    if n not in running.values() and all(d in built for d in builder_class(n).requires):
+                        running[pool.submit(self._build_one, builders[n], chunks, built)] = n
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    del running[fut]
+                    name, data, seconds = fut.result()
+                    save_structure(sdir, dirnames[name], data)  # kept for a re-run even if the rest fails
+                    built[name] = data
+                    done[name] = _structure_info(dirnames[name], data, seconds)
+                    self.timings[f"build.{name}"] = seconds
+                    pending.remove(name)
+        except BaseException:
+            self.cancel.set()  # the other builders stop at their next step
+            stop_workers()  # and spaCy processes stop now, not after their shard
+            pool.shutdown(wait=False, cancel_futures=True)
+            wait(running, timeout=STOP_GRACE_S)
+            raise
+        pool.shutdown(wait=True)
         return done
 
     def _build_one(
@@ -260,18 +305,6 @@ class IndexWriter:
         ctx.embedder = _Labelled(self.embedder, f"embedding for {builder.name}")  # one bar label each
         data = builder.build(ctx)
         return builder.name, data, time.perf_counter() - t0
-
-    def _collect_garbage(self, stem: str, structures: dict[str, dict[str, Any]]) -> None:
-        vdir = self.root / "vectors"
-        for f in vdir.glob("*"):
-            if not f.name.startswith(stem):
-                f.unlink(missing_ok=True)
-        sdir = self.root / "structures"
-        keep = {s["dir"] for s in structures.values()}
-        if sdir.exists():
-            for d in sdir.iterdir():
-                if d.name not in keep:
-                    shutil.rmtree(d, ignore_errors=True)
 
 
 def _structure_info(dirname: str, data: StructureData, seconds: float | None) -> dict[str, Any]:
@@ -301,14 +334,22 @@ class LoadedIndex:
         self.root = root
         self.manifest = manifest
         vdir = root / "vectors"
-        ids = (
-            (vdir / f"{manifest.vectors}.ids.txt").read_text(encoding="utf-8").split("\n")
-            if manifest.vectors
-            else []
-        )
-        ids = [i for i in ids if i]
+        ids: list[str] = []
+        if manifest.vectors:
+            path = vdir / f"{manifest.vectors}.ids.txt"
+            try:
+                ids = [i for i in path.read_text(encoding="utf-8").split("\n") if i]
+            except (OSError, ValueError) as exc:
+                raise DamagedIndexError(
+                    f"cannot read {path} ({exc}); run `paretorag repair --index {root}`"
+                ) from exc
         self.chunks = store.chunk_table(ids) if ids else ChunkTable.from_chunks([])
         self.vectors = VectorIndex.load(vdir, manifest.vectors) if ids else None
+        if self.vectors is not None and len(self.vectors) != len(ids):
+            raise DamagedIndexError(
+                f"{vdir / manifest.vectors}.npy has {len(self.vectors)} rows for {len(ids)} chunk ids; "
+                f"run `paretorag repair --index {root}`"
+            )
         self._embedder = embedder
         self._cached_embedder = CachedEmbedder(embedder, store)
         self._tokenizer = tokenizer

@@ -2,7 +2,9 @@
 
 The manifest is the index's commit point: it is replaced atomically, and it names the
 vector files and structure directories in use. Anything not named there is ignored
-(and cleaned up by the next successful commit).
+(and cleaned up by the next successful commit). Each commit increments ``generation``
+(readers reload when it changes) and leaves a copy in ``manifest.json.bak``, so that
+``paretorag repair`` can recover the configuration if the manifest is damaged.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, IndexFormatError
+from .diskerrors import disk_errors
+from .errors import ConfigError, DamagedIndexError, IndexFormatError
 
 FORMAT_VERSION = 1
 FILENAME = "manifest.json"
+BACKUP = "manifest.json.bak"
 
 
 @dataclass
@@ -55,34 +59,48 @@ class Manifest:
     structures: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {dir, seconds, ...}
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    generation: int = 0  # incremented by every commit
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["config"] = asdict(self.config)
         return d
 
-    def save(self, directory: Path) -> None:
-        tmp = directory / f".{FILENAME}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, directory / FILENAME)
+    def save(self, directory: Path, *, backup: bool = True) -> None:
+        """Replace the manifest atomically (then its backup copy)."""
+        text = json.dumps(self.to_json(), indent=2, sort_keys=True)
+        names = (FILENAME, BACKUP) if backup else (FILENAME,)
+        for name in names:
+            tmp = directory / f".{name}.tmp"
+            try:
+                with disk_errors(directory / name):
+                    with open(tmp, "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                    os.replace(tmp, directory / name)
+            finally:
+                tmp.unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path) -> Manifest | None:
-        path = directory / FILENAME
+    def load(cls, directory: Path, name: str = FILENAME) -> Manifest | None:
+        """The manifest (None if there is none); a damaged one raises :class:`DamagedIndexError`."""
+        path = directory / name
         if not path.exists():
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise IndexFormatError(
-                f"{path} is not readable JSON ({exc}); the index is damaged, index again"
+        except (OSError, ValueError) as exc:
+            raise DamagedIndexError(
+                f"{path} is damaged ({exc}); run `paretorag repair --index {directory}`"
             ) from exc
+        if not isinstance(data, dict):
+            raise DamagedIndexError(f"{path} is damaged; run `paretorag repair --index {directory}`")
         version = data.get("format_version")
         if not isinstance(version, int):
-            raise IndexFormatError(f"{path} has no format_version; it is not a paretorag index")
+            raise DamagedIndexError(
+                f"{path} has no format_version; run `paretorag repair --index {directory}`"
+            )
         if version > FORMAT_VERSION:
             raise IndexFormatError(
                 f"{directory} was written by a newer paretorag (index format {version}, this version reads "
@@ -97,4 +115,5 @@ class Manifest:
             structures=dict(data.get("structures", {})),
             usage=dict(data.get("usage", {})),
             timings=dict(data.get("timings", {})),
+            generation=int(data.get("generation", 0)),
         )

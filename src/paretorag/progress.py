@@ -76,8 +76,7 @@ class RichProgress:
             def advance(self, n: int = 1) -> None:
                 progress.advance(task_id, n)
 
-        try:
-            yield _Task()
-        finally:
-            if total is not None:
-                progress.update(task_id, completed=total)
+        yield _Task()
+        # only on success: an interrupted or failed stage keeps its bar where it stopped
+        if total is not None:
+            progress.update(task_id, completed=total)

@@ -12,40 +12,30 @@ Example
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .answer import fit_to_window, generate
 from .context import pack
-from .errors import ConfigError, IndexFormatError, QuestionError
-from .graphs.base import get_builder
-from .index import IndexWriter, LoadedIndex, structure_plan
-from .ingest import Problem, read_paths
+from .diskerrors import disk_errors
+from .errors import (
+    ConfigError,
+    DamagedIndexError,
+    IndexFormatError,
+    QuestionError,
+)
 from .manifest import FILENAME, IndexConfig, Manifest
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
-from .progress import Progress
-from .providers.base import LLM, Embedder, Tokenizer
-from .providers.embedders import RegexTokenizer, make_embedder
-from .providers.llm import make_llm
-from .providers.wrappers import CachedLLM, CountingLLM
+from .providers.base import LLM, Embedder
+from .providers.embedders import make_embedder
+from .repair import recover_manifest
+from .session import IndexReport, IndexSession, manifest_stamp
+from .settings import OpenSettings
 from .store import Store
-from .types import Answer, Budget, Citation, ContextItem, Document, Usage
+from .types import Answer, Budget, Citation, ContextItem, Usage
 
 MAX_QUESTION_CHARS = 10_000
-
-
-@dataclass
-class IndexReport:
-    """What an ``index`` / ``insert`` run did."""
-
-    added: int = 0
-    unchanged: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    chunks: int = 0
-    seconds: float = 0.0
-    committed: bool = False
 
 
 def _validate_question(question: str) -> str:
@@ -59,24 +49,13 @@ def _validate_question(question: str) -> str:
     return question.strip()
 
 
-class RAG:
+class RAG(IndexSession):
     """An index directory plus the models that build and query it.
 
-    Use :meth:`open`; the constructor is internal.
+    Use :meth:`open`; the constructor is internal. Writes (``index``, ``insert``,
+    ``build``, ``delete``, ``repair``) take the index's writer lock; reads see the
+    latest commit, reloading when another process commits.
     """
-
-    def __init__(
-        self, root: Path, store: Store, manifest: Manifest, embedder: Embedder, llm: LLM | None
-    ) -> None:
-        self.root = root
-        self.store = store
-        self.manifest = manifest
-        self.embedder = embedder
-        self.tokenizer: Tokenizer = getattr(embedder, "tokenizer", None) or RegexTokenizer()
-        self._llm = llm
-        self.usage = Usage.from_json(manifest.usage)
-        self._view: LoadedIndex | None = None
-        self._query_usage = Usage()  # LLM calls made by methods while retrieving
 
     # -- opening ---------------------------------------------------------------
     @classmethod
@@ -92,6 +71,8 @@ class RAG:
         workers: int | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
         create: bool = True,
+        wait: bool | float = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> RAG:
         """Open an index directory, creating it if needed.
 
@@ -116,11 +97,34 @@ class RAG:
             index's configuration. Structures built with other settings are rebuilt.
         create : bool
             Create the index if it does not exist (otherwise raise).
+        wait : bool or float
+            When another process holds the writer lock, a write waits (``True``), fails at
+            once with :class:`~paretorag.errors.IndexLockedError` (``False``), or waits
+            that many seconds.
+        on_wait : callable, optional
+            Called with a message naming the lock's holder when a write has to wait.
         """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise IndexFormatError(f"{root} is a file, not an index directory; choose another --index path")
-        manifest = Manifest.load(root) if root.exists() else None
+        damaged: str | None = None
+        try:
+            manifest = Manifest.load(root) if root.exists() else None
+        except DamagedIndexError as exc:  # readers report it; writers repair it
+            damaged = str(exc)
+            probe = Store(root)  # the configuration the last commit kept, if the backup is gone too
+            manifest = recover_manifest(root, probe)[0]
+            probe.close()
+        settings = OpenSettings(
+            methods=methods,
+            llm=llm if isinstance(llm, str) else None,
+            embedder=embedder if isinstance(embedder, str) else None,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            workers=workers,
+            builders=dict(builders or {}),
+        )
+        created = False
         if manifest is None:
             if not create:
                 raise IndexFormatError(
@@ -130,163 +134,43 @@ class RAG:
                 raise IndexFormatError(
                     f"{root} is a non-empty directory that is not an index; choose a new or empty one"
                 )
-            root.mkdir(parents=True, exist_ok=True)
             manifest = Manifest(IndexConfig(methods=[]))
-        cfg = manifest.config
+            settings.apply(root, manifest)  # before creating anything: a bad setting leaves no folder
+            created = not root.exists()
+            with disk_errors(root):
+                root.mkdir(parents=True, exist_ok=True)
         before = manifest.to_json()
-        has_docs = bool(manifest.counts.get("documents"))
-        if chunk_size is not None or chunk_overlap is not None:
-            new = (
-                chunk_size or cfg.chunk_size,
-                cfg.chunk_overlap if chunk_overlap is None else chunk_overlap,
-            )
-            if has_docs and new != (cfg.chunk_size, cfg.chunk_overlap):
-                raise ConfigError(
-                    f"{root} was chunked with size {cfg.chunk_size}/overlap {cfg.chunk_overlap}; "
-                    "chunking cannot change once documents are indexed: use a new --index directory"
-                )
-            cfg.chunk_size, cfg.chunk_overlap = new
-        if workers is not None:
-            cfg.workers = workers
-        if builders:
-            available_methods()  # importing the methods registers their builders
-        for bname, bsettings in (builders or {}).items():
-            merged = {**cfg.builders.get(bname, {}), **bsettings}
-            get_builder(bname, **merged)  # validates names and settings
-            cfg.builders[bname] = merged
-        for m in methods or ([] if cfg.methods else ["vanilla"]):
-            get_method(m)  # validates the name
-            if m not in cfg.methods:
-                cfg.methods.append(m)
-        if isinstance(llm, str):
-            cfg.llm = llm
-        emb_spec = embedder if isinstance(embedder, str) or embedder is None else None
-        if isinstance(emb_spec, str):
-            if has_docs and emb_spec != cfg.embedder:
-                raise ConfigError(
-                    f"{root} was embedded with {cfg.embedder!r}, not {emb_spec!r}; use a new --index directory"
-                )
-            cfg.embedder = emb_spec
-        cfg.validate()
-        emb: Embedder = make_embedder(cfg.embedder) if emb_spec is not None or embedder is None else embedder  # type: ignore[assignment]
+        settings.apply(root, manifest)
+        emb: Embedder = (
+            make_embedder(manifest.config.embedder)
+            if embedder is None or isinstance(embedder, str)
+            else embedder
+        )
         if embedder is not None and not isinstance(embedder, str):
             built_with = manifest.models.get("embedder")
-            if has_docs and built_with and built_with != emb.name:
+            if manifest.counts.get("documents") and built_with and built_with != emb.name:
                 raise ConfigError(
                     f"{root} was embedded with {built_with!r}, not {emb.name!r}; use a new index"
                 )
         llm_obj = None if llm is None or isinstance(llm, str) else llm
         store = Store(root)
-        if not (root / FILENAME).exists() or manifest.to_json() != before:
-            manifest.save(root)  # only when something changed: a reader never rewrites a live manifest
-        return cls(root, store, manifest, emb, llm_obj)
-
-    # -- models ----------------------------------------------------------------
-    def _base_llm(self) -> LLM:
-        if self._llm is None:
-            self._llm = make_llm(self.manifest.config.llm)
-        return self._llm
-
-    def _llm_for(self, usage: Usage, stage: str) -> LLM:
-        return CountingLLM(CachedLLM(self._base_llm(), self.store), usage, stage, self.tokenizer)
-
-    def _writer(self, progress: Progress | None) -> IndexWriter:
-        return IndexWriter(
-            self.root,
-            self.store,
-            self.manifest,
-            self.embedder,
-            self.tokenizer,
-            self._base_llm,
-            self.usage,
-            progress,
+        rag = cls(
+            root,
+            store,
+            manifest,
+            emb,
+            llm_obj,
+            settings=settings,
+            wait=wait,
+            on_wait=on_wait,
+            created=created,
+            damaged=damaged,
         )
-
-    # -- writing ---------------------------------------------------------------
-    def _is_current(self) -> bool:
-        """True if the committed vectors and structures match the documents and settings."""
-        m = self.manifest
-        fp = self.store.chunk_table().fingerprint()
-        if not m.vectors or m.vectors != f"chunks-{fp[:16]}":
-            return False
-        _, dirnames = structure_plan(m.config, fp)
-        return all(m.structures.get(name, {}).get("dir") == d for name, d in dirnames.items())
-
-    def index(
-        self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None
-    ) -> IndexReport:
-        """Add files, directories or :class:`Document` objects and build what the methods need.
-
-        Unchanged documents (same content hash) are skipped. A bad file is reported in
-        ``IndexReport.problems`` and the rest is indexed; if nothing is usable,
-        :class:`~paretorag.errors.InputError` is raised and nothing stored changes.
-        """
-        t0 = time.perf_counter()
-        items = list(sources)
-        docs = [d for d in items if isinstance(d, Document)]
-        paths = [p for p in items if not isinstance(p, Document)]
-        problems: list[Problem] = []
-        if paths:
-            read, problems = read_paths(paths)
-            docs.extend(read)
-        writer = self._writer(progress)
-        added, unchanged = writer.ingest(docs)
-        report = IndexReport(added=added, unchanged=unchanged, problems=problems)
-        if added or not self._is_current():
-            writer.commit()
-            report.committed = True
-            self._view = None
-        report.chunks = int(self.manifest.counts.get("chunks", 0))
-        report.seconds = time.perf_counter() - t0
-        return report
-
-    insert = index
-
-    def build(self, methods: Sequence[str] | None = None, *, progress: Progress | None = None) -> None:
-        """Build the structures the given (or configured) methods need for the current documents."""
-        for m in methods or []:
-            get_method(m)
-            if m not in self.manifest.config.methods:
-                self.manifest.config.methods.append(m)
-        if not self._is_current():
-            self._writer(progress).commit()
-            self._view = None
-
-    def delete(self, doc_ids: Iterable[str], *, progress: Progress | None = None) -> list[str]:
-        """Remove documents and everything derived only from them; returns the ids removed.
-
-        Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes.
-        """
-        from .errors import InputError
-
-        ids = list(doc_ids)
-        known = {d["doc_id"] for d in self.store.documents()}
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise InputError(
-                f"unknown document ids: {', '.join(unknown)}; list the ids with "
-                f"`paretorag inspect --index {self.root} --documents`"
-            )
-        removed = self.store.mark_deleted(ids)
-        if removed:
-            self._writer(progress).commit()
-            self._view = None
-        return removed
-
-    # -- reading ---------------------------------------------------------------
-    @property
-    def view(self) -> LoadedIndex:
-        """The committed index as methods see it (loaded once, reloaded after writes)."""
-        if self._view is None:
-            self._view = LoadedIndex(
-                self.root,
-                self.store,
-                self.manifest,
-                self.embedder,
-                self.tokenizer,
-                lambda stage: self._llm_for(self._query_usage, stage),
-            )
-        return self._view
+        if damaged is None and (not (root / FILENAME).exists() or manifest.to_json() != before):
+            with rag._locked():  # only when something changed: a reader never rewrites a live manifest
+                rag.manifest.save(root)
+                rag._stamp = manifest_stamp(root)
+        return rag
 
     def retrieve(
         self,
@@ -301,6 +185,13 @@ class RAG:
         question = _validate_question(question)
         m = get_method(method, **params)
         view = self.view
+        if m.requires and not len(view.chunks):
+            stored = len(self.store.all_document_ids())
+            unfinished = f" ({stored} stored by an unfinished run)" if stored else ""
+            raise IndexFormatError(
+                f"index {self.root} has no committed documents{unfinished}; "
+                f"run `paretorag index PATH... --index {self.root}`"
+            )
         missing = [s for s in m.requires if s != "vectors" and s not in self.manifest.structures]
         if missing:
             from .errors import MissingStructureError
@@ -412,15 +303,18 @@ class RAG:
 
     # -- inspection -----------------------------------------------------------
     def documents(self, *, pending: bool = False) -> list[dict[str, Any]]:
-        """Committed documents (with ``pending=True``: also those stored by an unfinished run)."""
-        docs = self.store.documents()
+        """Committed documents, those of an unfinished delete flagged ``pending_delete``
+        (with ``pending=True``: the stored documents, including those of an unfinished run)."""
         if pending:
-            return docs
+            return self.store.documents()
         committed = set(self.view.chunks.doc_ids)
-        return [d for d in docs if d["doc_id"] in committed]
+        return [d for d in self.store.documents(include_deleted=True) if d["doc_id"] in committed]
 
     def stats(self) -> dict[str, Any]:
         """Documents, chunks, structures, sizes, models and LLM usage per stage."""
+        self._sync()
+        if self._damaged:
+            raise DamagedIndexError(self._damaged)
         m = self.manifest
         sizes: dict[str, int] = {}
         for sub in ("vectors", "structures"):
@@ -443,11 +337,11 @@ class RAG:
             "methods_available": available_methods(),
         }
 
-    def close(self) -> None:
-        self.store.close()
-
     def __enter__(self) -> RAG:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = ["RAG", "IndexReport"]

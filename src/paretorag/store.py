@@ -6,19 +6,21 @@ built structures as ``structures/<name>/`` (:mod:`paretorag.structures`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from .errors import IndexFormatError
+from .diskerrors import database_error, sqlite_errors
+from .errors import DamagedIndexError, IndexFormatError
 from .types import Chunk, Document, IntArray
 
 SCHEMA = """
@@ -118,6 +120,21 @@ class ChunkTable:
         )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """Report SQLite's disk-full, read-only and damaged-file errors as paretorag errors."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with sqlite_errors(self.path):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class Store:
     """SQLite database of one index directory (WAL mode; every write in a transaction)."""
 
@@ -131,12 +148,22 @@ class Store:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
+            mapped = database_error(exc, self.path)
+            if mapped is not None:
+                raise mapped from exc
             raise IndexFormatError(
-                f"{self.path} is not a readable paretorag database ({exc}); "
-                "remove the index directory and index again"
+                f"{self.path} is not a readable paretorag database ({exc}); restore it from a backup "
+                "or index the sources again into a new --index directory"
             ) from exc
         self._lock = threading.RLock()
+
+    @_guarded
+    def integrity(self) -> list[str]:
+        """SQLite's own consistency check: empty if the database is sound."""
+        with self._lock:
+            rows = [str(r[0]) for r in self._conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else [f"{self.path}: {r}" for r in rows[:10]]
 
     def close(self) -> None:
         self._conn.close()
@@ -144,16 +171,18 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: committed on success, rolled back on any error."""
-        with self._lock:
+        with self._lock, sqlite_errors(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
     # -- documents and chunks -------------------------------------------------
+    @_guarded
     def has_document(self, doc_id: str) -> bool:
         """True if the document is stored and not marked deleted."""
         with self._lock:
@@ -183,16 +212,29 @@ class Store:
     def mark_deleted(self, doc_ids: Iterable[str]) -> list[str]:
         """Mark documents deleted (they stay readable until :meth:`purge_deleted`).
 
-        Returns the ids that existed. The committed index keeps serving them until the
-        next commit, so a crash in between loses nothing.
+        Returns the ids that exist, including those already marked by an unfinished
+        ``delete``. The committed index keeps serving them until the next commit, so a
+        crash in between loses nothing, and the next writer finishes the delete.
         """
         found: list[str] = []
         with self.transaction() as c:
             for doc_id in doc_ids:
-                cur = c.execute("UPDATE documents SET deleted=1 WHERE doc_id=? AND deleted=0", (doc_id,))
-                if cur.rowcount:
+                c.execute("UPDATE documents SET deleted=1 WHERE doc_id=?", (doc_id,))
+                if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc_id,)).fetchone():
                     found.append(doc_id)
         return found
+
+    @_guarded
+    def pending_deletes(self) -> list[str]:
+        """Documents marked deleted whose delete has not been committed yet."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=1")]
+
+    @_guarded
+    def all_document_ids(self) -> set[str]:
+        """Every stored document id, pending deletes included."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents")}
 
     def purge_deleted(self, keep: Iterable[str] = ()) -> int:
         """Remove documents marked deleted (and their chunks), except those in ``keep``."""
@@ -203,11 +245,14 @@ class Store:
             c.executemany("DELETE FROM documents WHERE doc_id=?", [(d,) for d in gone])
         return len(gone)
 
-    def documents(self) -> list[dict[str, Any]]:
+    @_guarded
+    def documents(self, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+        """Stored documents in insertion order (with ``include_deleted``: also pending deletes)."""
+        where = "" if include_deleted else "WHERE d.deleted=0 "
         with self._lock:
             rows = self._conn.execute(
-                "SELECT d.doc_id, d.title, d.source, d.n_chars, d.presplit, COUNT(c.chunk_id) "
-                "FROM documents d LEFT JOIN chunks c ON c.doc_id=d.doc_id WHERE d.deleted=0 "
+                "SELECT d.doc_id, d.title, d.source, d.n_chars, d.presplit, COUNT(c.chunk_id), d.deleted "
+                f"FROM documents d LEFT JOIN chunks c ON c.doc_id=d.doc_id {where}"
                 "GROUP BY d.doc_id ORDER BY d.seq"
             ).fetchall()
         return [
@@ -218,15 +263,18 @@ class Store:
                 "n_chars": r[3],
                 "presplit": bool(r[4]),
                 "n_chunks": r[5],
+                **({"pending_delete": bool(r[6])} if include_deleted else {}),
             }
             for r in rows
         ]
 
+    @_guarded
     def document_text(self, doc_id: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT text FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_guarded
     def chunk_table(self, ids: Sequence[str] | None = None) -> ChunkTable:
         """Chunks in canonical order (live documents), or exactly ``ids`` in that order.
 
@@ -249,9 +297,9 @@ class Store:
             by_id = {r[0]: r for r in rows}
             missing = [i for i in ids if i not in by_id]
             if missing:
-                raise IndexFormatError(
+                raise DamagedIndexError(
                     f"{self.path}: {len(missing)} committed chunks are missing (e.g. {missing[0]}); "
-                    "the index is damaged, run `paretorag index` again"
+                    f"run `paretorag repair --index {self.path.parent}`"
                 )
             rows = [by_id[i] for i in ids]
         chunks = [
@@ -269,6 +317,7 @@ class Store:
         ]
         return ChunkTable.from_chunks(chunks)
 
+    @_guarded
     def counts(self) -> dict[str, int]:
         with self._lock:
             docs = self._conn.execute("SELECT COUNT(*) FROM documents WHERE deleted=0").fetchone()[0]
@@ -285,6 +334,7 @@ class Store:
         }
 
     # -- caches ---------------------------------------------------------------
+    @_guarded
     def get_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         with self._lock:
@@ -302,6 +352,7 @@ class Store:
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
             )
 
+    @_guarded
     def get_llm(self, key: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT response FROM llm_cache WHERE key=?", (key,)).fetchone()
@@ -313,6 +364,7 @@ class Store:
                 "INSERT OR REPLACE INTO llm_cache(key,model,response) VALUES (?,?,?)", (key, model, response)
             )
 
+    @_guarded
     def get_kv(self, key: str) -> Any:
         with self._lock:
             row = self._conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()

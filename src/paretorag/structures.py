@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import IndexFormatError
+from .diskerrors import disk_errors
+from .errors import DamagedIndexError, IndexFormatError
 from .graph import Communities, Edges, Graph, csr
 
 
@@ -203,18 +205,22 @@ def save_structure(root: Path, dirname: str, data: StructureData) -> Path:
             )
     final = root / dirname
     tmp = root / f".{dirname}.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    with open(tmp / "arrays.npz", "wb") as fh:
-        arrays: dict[str, Any] = {k: np.asarray(v) for k, v in data.arrays.items()}
-        np.savez(fh, **arrays)
-        fh.flush()
-        os.fsync(fh.fileno())
-    (tmp / "meta.json").write_text(json.dumps(data.meta, ensure_ascii=False), encoding="utf-8")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    try:
+        with disk_errors(final):
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+            with open(tmp / "arrays.npz", "wb") as fh:
+                arrays: dict[str, Any] = {k: np.asarray(v) for k, v in data.arrays.items()}
+                np.savez(fh, **arrays)
+                fh.flush()
+                os.fsync(fh.fileno())
+            (tmp / "meta.json").write_text(json.dumps(data.meta, ensure_ascii=False), encoding="utf-8")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone after the rename; a half-written one is removed
     return final
 
 
@@ -224,12 +230,13 @@ def load_structure(root: Path, dirname: str) -> StructureData:
         with np.load(path / "arrays.npz", allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise IndexFormatError(
-            f"cannot read structure {path} ({exc}); run `paretorag index` to rebuild it"
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise DamagedIndexError(
+            f"cannot read structure {path} ({exc}); run `paretorag repair --index {root.parent}`"
         ) from exc
     return StructureData(arrays, meta)
 
 
 def has_structure(root: Path, dirname: str) -> bool:
-    return (root / dirname / "meta.json").exists()
+    """True if the structure's directory holds both of its files."""
+    return (root / dirname / "meta.json").is_file() and (root / dirname / "arrays.npz").is_file()

@@ -5,13 +5,15 @@ Vectors are L2-normalized, so inner product is cosine similarity.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import IndexFormatError, MissingDependencyError
+from .diskerrors import disk_errors
+from .errors import DamagedIndexError, MissingDependencyError
 from .types import FloatArray, Scored
 
 
@@ -53,16 +55,24 @@ class VectorIndex:
 
     def save(self, directory: Path, stem: str) -> None:
         """Write ``stem.npy`` and ``stem.faiss`` (each via a temporary file and rename)."""
-        directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{stem}.npy.tmp"
-        with open(tmp, "wb") as fh:
-            np.save(fh, self.matrix, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, directory / f"{stem}.npy")
         tmpf = directory / f".{stem}.faiss.tmp"
-        _faiss().write_index(self._index, str(tmpf))
-        os.replace(tmpf, directory / f"{stem}.faiss")
+        try:
+            with disk_errors(directory / f"{stem}.npy"):
+                directory.mkdir(parents=True, exist_ok=True)
+                with open(tmp, "wb") as fh:
+                    np.save(fh, self.matrix, allow_pickle=False)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, directory / f"{stem}.npy")
+                try:
+                    _faiss().write_index(self._index, str(tmpf))
+                except RuntimeError as exc:  # faiss reports a failed write (e.g. disk full) this way
+                    raise OSError(errno.EIO, str(exc).splitlines()[0], str(tmpf)) from exc
+                os.replace(tmpf, directory / f"{stem}.faiss")
+        finally:
+            tmp.unlink(missing_ok=True)
+            tmpf.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, directory: Path, stem: str) -> VectorIndex:
@@ -70,9 +80,16 @@ class VectorIndex:
         try:
             matrix = np.load(npy, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise IndexFormatError(
-                f"cannot read vectors {npy} ({exc}); run `paretorag index` again to rebuild"
+            raise DamagedIndexError(
+                f"cannot read vectors {npy} ({exc}); run `paretorag repair --index {directory.parent}`"
             ) from exc
         fpath = directory / f"{stem}.faiss"
-        faiss_index = _faiss().read_index(str(fpath)) if fpath.exists() else None
+        try:
+            faiss_index = _faiss().read_index(str(fpath)) if fpath.exists() else None
+        except RuntimeError as exc:  # damaged, or removed while reading
+            raise DamagedIndexError(
+                f"cannot read {fpath}; run `paretorag repair --index {directory.parent}`"
+            ) from exc
+        if faiss_index is not None and faiss_index.ntotal != len(matrix):
+            faiss_index = None  # out of step with the vectors: rebuild it in memory
         return cls(matrix, faiss_index)

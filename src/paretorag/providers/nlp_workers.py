@@ -16,6 +16,7 @@ as JSON lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -31,6 +32,17 @@ from ..errors import ProviderError
 from .nlp import Extraction, load_pipeline, run_pipe
 
 _WORKER_CODE = "import sys; from paretorag.providers.nlp_workers import worker_main; worker_main(sys.argv[1])"
+_LIVE: set[Worker] = set()  # running workers, for stop_all()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Kill every running extraction process (an interrupted build): their shards are dropped,
+    and the threads waiting on them see the end of the pipe at once."""
+    with _LIVE_LOCK:
+        workers = list(_LIVE)
+    for w in workers:
+        w.kill()
 
 
 class Worker:
@@ -51,6 +63,8 @@ class Worker:
         if self._proc.stdin is None or self._proc.stdout is None:  # both are pipes: never
             raise ProviderError("could not open the pipes of a spaCy extraction process")
         self._stdin, self._stdout = self._proc.stdin, self._proc.stdout
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def run(self, texts: list[str]) -> list[Any]:
         try:
@@ -68,8 +82,15 @@ class Worker:
             )
         return list(json.loads(line))
 
+    def kill(self) -> None:
+        """Stop at once (an interrupted build): the shard in progress is dropped."""
+        self._proc.kill()
+
     def close(self) -> None:
-        self._stdin.close()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        with contextlib.suppress(BrokenPipeError):  # killed: nothing to flush
+            self._stdin.close()
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -111,9 +132,17 @@ def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process:
         todo.put(i)
     done: dict[int, list[Any]] = {}
     cond = threading.Condition()
+    engines: list[Worker] = []
+    stopped = threading.Event()  # the caller stopped early (Ctrl-C, an error): kill, do not drain
 
     def serve() -> None:
+        if stopped.is_set():
+            return
         engine = Worker(settings)  # started in parallel: each loads the model once
+        with cond:
+            engines.append(engine)
+        if stopped.is_set():
+            engine.kill()
         try:
             while True:
                 try:
@@ -131,6 +160,7 @@ def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process:
 
     with ThreadPoolExecutor(max_workers=n_process, thread_name_prefix="paretorag-spacy") as pool:
         loops: list[Future[None]] = [pool.submit(serve) for _ in range(n_process)]
+        completed = False
         try:
             for i in range(len(shards)):
                 with cond:
@@ -143,12 +173,18 @@ def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process:
                         cond.wait(0.5)
                     out = done.pop(i)
                 yield from out
+            completed = True
         finally:
-            while True:  # stopped early or failed: let the engines finish their current shard
+            while True:  # stopped early or failed: no new shards
                 try:
                     todo.get_nowait()
                 except queue.Empty:
                     break
+            if not completed:
+                stopped.set()  # and no waiting for the shards in progress either
+                with cond:
+                    for engine in engines:
+                        engine.kill()
 
 
-__all__ = ["Worker", "parallel_extract", "parallel_payloads", "worker_main"]
+__all__ = ["Worker", "parallel_extract", "parallel_payloads", "stop_all", "worker_main"]

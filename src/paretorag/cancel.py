@@ -1,0 +1,63 @@
+"""Stopping a build promptly on Ctrl-C.
+
+The main thread receives ``KeyboardInterrupt``; builders run in worker threads. The
+indexer sets a :class:`threading.Event`, and the progress bars and LLM clients handed to
+builders raise :class:`Cancelled` at their next step, so every thread stops within one
+step (one chunk, one LLM call) instead of finishing its whole structure.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from .progress import Progress, ProgressTask
+from .providers.base import LLM, Completion, Request
+
+
+class Cancelled(BaseException):
+    """Raised inside a builder thread once the build was interrupted (not an error)."""
+
+
+def check(event: threading.Event) -> None:
+    if event.is_set():
+        raise Cancelled("interrupted")
+
+
+class CancellableProgress:
+    """A progress factory whose tasks raise :class:`Cancelled` at ``advance`` once cancelled."""
+
+    def __init__(self, inner: Progress, event: threading.Event) -> None:
+        self._inner = inner
+        self._event = event
+
+    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]:
+        return self._task(description, total)
+
+    @contextmanager
+    def _task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        event = self._event
+        check(event)
+        with self._inner.task(description, total) as inner:
+
+            class _Task:
+                def advance(self, n: int = 1) -> None:
+                    inner.advance(n)
+                    check(event)
+
+            yield _Task()
+
+
+class CancellableLLM:
+    """An LLM that refuses new calls once cancelled."""
+
+    def __init__(self, inner: LLM, event: threading.Event) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.max_concurrency = int(getattr(inner, "max_concurrency", 1))
+        self._event = event
+
+    def complete(self, request: Request) -> Completion:
+        check(self._event)
+        return self.inner.complete(request)

@@ -1,0 +1,328 @@
+"""An open index directory: the writer lock, reader leases, the live manifest, and writes.
+
+:class:`IndexSession` is the part of :class:`paretorag.RAG` that keeps an index safe
+to share (see :mod:`paretorag.lock`): every write takes the writer lock and re-reads
+the manifest before it writes; a failed or interrupted write leaves the last commit;
+pending deletes and missing files are completed by the next writer; reads follow the
+latest commit and hold a lease on the files they loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import DamagedIndexError, IndexFormatError, InputError, ParetoragError
+from .index import IndexWriter, LoadedIndex, structure_plan
+from .ingest import Problem, read_paths
+from .lock import ReaderLease, WriterLock
+from .manifest import FILENAME, Manifest
+from .methods.base import get_method
+from .progress import Progress
+from .providers.base import LLM, Embedder, Tokenizer
+from .providers.embedders import RegexTokenizer
+from .providers.llm import make_llm
+from .providers.wrappers import CachedLLM, CountingLLM
+from .repair import RepairReport, check, recover_manifest, remove
+from .settings import OpenSettings
+from .store import Store
+from .types import Document, Usage
+
+
+@dataclass
+class IndexReport:
+    """What an ``index`` / ``insert`` run did."""
+
+    added: int = 0
+    unchanged: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+    committed: bool = False
+
+
+def manifest_stamp(root: Path) -> tuple[int, int, int] | None:
+    """Identity of the manifest file on disk: a commit replaces it (new inode, mtime, size)."""
+    try:
+        st = os.stat(root / FILENAME)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class IndexSession:
+    """An index directory opened for reading and writing (the base of :class:`paretorag.RAG`).
+
+    Writes (``index``, ``insert``, ``build``, ``delete``, ``repair``) take the index's
+    writer lock; reads see the latest commit, reloading when another process commits.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        store: Store,
+        manifest: Manifest,
+        embedder: Embedder,
+        llm: LLM | None,
+        *,
+        settings: OpenSettings | None = None,
+        wait: bool | float = True,
+        on_wait: Callable[[str], None] | None = None,
+        created: bool = False,
+        damaged: str | None = None,
+    ) -> None:
+        self.root = root
+        self.store = store
+        self.manifest = manifest
+        self.embedder = embedder
+        self.tokenizer: Tokenizer = getattr(embedder, "tokenizer", None) or RegexTokenizer()
+        self._llm = llm
+        self.usage = Usage.from_json(manifest.usage)
+        self._view: LoadedIndex | None = None
+        self._query_usage = Usage()  # LLM calls made by methods while retrieving
+        self._settings = settings or OpenSettings()
+        self._wait = wait
+        self._on_wait = on_wait
+        self._created = created  # this RAG created the directory: removed if the first index fails
+        self._damaged = damaged  # why the manifest could not be read (a writer repairs it)
+        self._lease = ReaderLease(root)
+        self._stamp = manifest_stamp(root)
+        self._writing = False
+        self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
+
+    # -- models ----------------------------------------------------------------
+    def _base_llm(self) -> LLM:
+        if self._llm is None:
+            self._llm = make_llm(self.manifest.config.llm)
+        return self._llm
+
+    def _llm_for(self, usage: Usage, stage: str) -> LLM:
+        return CountingLLM(CachedLLM(self._base_llm(), self.store), usage, stage, self.tokenizer)
+
+    def _writer(self, progress: Progress | None) -> IndexWriter:
+        return IndexWriter(
+            self.root,
+            self.store,
+            self.manifest,
+            self.embedder,
+            self.tokenizer,
+            self._base_llm,
+            self.usage,
+            progress,
+        )
+
+    # -- writing ---------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the writer lock, with the manifest re-read from disk (another writer may have
+        committed since this RAG was opened) and the open settings applied to it again."""
+        if self._writing:
+            yield
+            return
+        with WriterLock(self.root, wait=self._wait, on_wait=self._on_wait):
+            self._writing = True
+            try:
+                self._drop_view()
+                try:
+                    fresh = Manifest.load(self.root)
+                    self._damaged = None
+                except DamagedIndexError as exc:
+                    self._damaged = str(exc)
+                    fresh, note = recover_manifest(self.root, self.store)
+                    self.notes.append(note)
+                if fresh is not None:  # None: the manifest was removed; keep ours
+                    self._settings.apply(self.root, fresh)
+                    self.manifest = fresh
+                    self.usage = Usage.from_json(fresh.usage)
+                yield
+            finally:
+                self._writing = False
+                self._stamp = manifest_stamp(self.root)
+
+    def _needs_commit(self) -> bool:
+        """True if the committed vectors and structures do not match the live documents and
+        settings, a delete is pending, the manifest was damaged or a file it names is missing."""
+        m = self.manifest
+        fp = self.store.chunk_table().fingerprint()
+        if self._damaged or not m.vectors or m.vectors != f"chunks-{fp[:16]}":
+            return True
+        _, dirnames = structure_plan(m.config, fp)
+        if any(m.structures.get(name, {}).get("dir") != d for name, d in dirnames.items()):
+            return True
+        problems = check(self.root, m, deep=False)
+        remove(problems)
+        return bool(problems)
+
+    def _commit(self, progress: Progress | None) -> None:
+        self._writer(progress).commit()
+        self._damaged = None
+
+    def index(
+        self, sources: Iterable[str | Path | Document], *, progress: Progress | None = None
+    ) -> IndexReport:
+        """Add files, directories or :class:`Document` objects and build what the methods need.
+
+        Unchanged documents (same content hash) are skipped. A bad file is reported in
+        ``IndexReport.problems`` and the rest is indexed; if nothing is usable,
+        :class:`~paretorag.errors.InputError` is raised and nothing stored changes. Pending
+        deletes and missing files are completed on the way. If the first ``index`` of a
+        directory this RAG created stores nothing, the directory is removed again.
+        """
+        t0 = time.perf_counter()
+        try:
+            with self._locked():
+                items = list(sources)
+                docs = [d for d in items if isinstance(d, Document)]
+                paths = [p for p in items if not isinstance(p, Document)]
+                problems: list[Problem] = []
+                if paths:
+                    read, problems = read_paths(paths)
+                    docs.extend(read)
+                added, unchanged = self._writer(progress).ingest(docs)
+                report = IndexReport(added=added, unchanged=unchanged, problems=problems)
+                if added or self._needs_commit():
+                    self._commit(progress)
+                    report.committed = True
+        except BaseException:
+            self._remove_if_unused()
+            raise
+        self._created = False
+        report.chunks = int(self.manifest.counts.get("chunks", 0))
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    insert = index
+
+    def _remove_if_unused(self) -> None:
+        """Remove the directory this RAG created if a failed first write stored nothing."""
+        if not self._created:
+            return
+        self._created = False
+        try:
+            with WriterLock(self.root, wait=False):  # another writer started meanwhile: keep it
+                if self.manifest.vectors or self.store.all_document_ids():
+                    return  # an interrupted first index: kept, so that a re-run resumes
+                self.close()
+                shutil.rmtree(self.root, ignore_errors=True)
+        except ParetoragError:
+            return
+
+    def build(self, methods: Sequence[str] | None = None, *, progress: Progress | None = None) -> None:
+        """Build the structures the given (or configured) methods need for the current documents."""
+        for m in methods or []:
+            get_method(m)
+        self._settings.methods = [*(self._settings.methods or []), *(methods or [])]
+        with self._locked():
+            if self._needs_commit():
+                self._commit(progress)
+
+    def delete(self, doc_ids: Iterable[str], *, progress: Progress | None = None) -> list[str]:
+        """Remove documents and everything derived only from them; returns the ids removed.
+
+        Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
+        id whose delete was interrupted is accepted, and the delete is finished.
+        """
+        ids = list(doc_ids)
+        with self._locked():
+            known = self.store.all_document_ids()
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise InputError(
+                    f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect --documents`"
+                )
+            removed = self.store.mark_deleted(ids)
+            if removed or self._needs_commit():
+                self._commit(progress)
+        return removed
+
+    def repair(self, *, progress: Progress | None = None) -> RepairReport:
+        """Rebuild whatever the manifest names that is missing or unreadable, from SQLite, the
+        embedding cache and the LLM cache; a damaged manifest is recovered first."""
+        report = RepairReport()
+        self.notes.clear()
+        with self._locked():
+            report.notes = list(self.notes)
+            problems = check(self.root, self.manifest, self.store)
+            report.problems = [str(p) for p in problems]
+            fatal = [p for p in problems if not p.remove and "index.sqlite" in p.message]
+            if fatal:
+                raise IndexFormatError(
+                    f"{fatal[0]}; the database cannot be repaired: restore {self.store.path} from a "
+                    "backup, or index the sources again into a new --index directory"
+                )
+            remove(problems)
+            if problems or self._damaged or self._needs_commit():
+                self._commit(progress)
+                report.rebuilt = True
+        return report
+
+    def check(self) -> list[str]:
+        """Problems of the committed index: files the manifest names that are missing, unreadable
+        or out of step with its counts, and SQLite's integrity (empty when all is well)."""
+        self._sync()
+        if self._damaged:
+            return [self._damaged]
+        return [str(p) for p in check(self.root, self.manifest, self.store)]
+
+    # -- reading ---------------------------------------------------------------
+    def _sync(self) -> None:
+        """Follow a commit made by another writer (one ``stat`` when nothing changed)."""
+        if self._writing or manifest_stamp(self.root) == self._stamp:
+            return
+        self._stamp = manifest_stamp(self.root)
+        try:
+            fresh = Manifest.load(self.root)
+        except DamagedIndexError as exc:
+            self._damaged = str(exc)
+            self._drop_view()
+            return
+        if fresh is not None:
+            self._damaged = None
+            if fresh.generation != self.manifest.generation or fresh.to_json() != self.manifest.to_json():
+                self.manifest = fresh
+                self.usage = Usage.from_json(fresh.usage)
+                self._drop_view()
+
+    def _drop_view(self) -> None:
+        self._view = None
+        self._lease.release()
+
+    @property
+    def view(self) -> LoadedIndex:
+        """The committed index as methods see it (loaded once, reloaded after a commit)."""
+        self._sync()
+        for attempt in range(5):
+            if self._view is not None:
+                return self._view
+            if self._damaged:
+                raise DamagedIndexError(self._damaged)
+            m = self.manifest
+            stamp = self._stamp
+            # name the files before loading them; a commit after this leaves them in place
+            self._lease.hold(m.vectors, [str(info.get("dir", "")) for info in m.structures.values()])
+            if manifest_stamp(self.root) != stamp and not self._writing:  # a commit got in between
+                self._sync()
+                continue
+            try:
+                self._view = LoadedIndex(
+                    self.root,
+                    self.store,
+                    m,
+                    self.embedder,
+                    self.tokenizer,
+                    lambda stage: self._llm_for(self._query_usage, stage),
+                )
+            except IndexFormatError:
+                if attempt == 4 or self._writing or manifest_stamp(self.root) == stamp:
+                    raise
+                self._sync()  # a newer commit replaced the files we were reading
+        raise DamagedIndexError(f"{self.root} changed five times while loading; try again")
+
+    def close(self) -> None:
+        self._drop_view()
+        self.store.close()

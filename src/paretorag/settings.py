@@ -1,0 +1,68 @@
+"""The settings given to :meth:`paretorag.RAG.open`, applied to an index's configuration.
+
+They are applied once when the index is opened and again by every writer after it
+takes the writer lock and re-reads the manifest, so that a commit by another process in
+between is neither lost nor undone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .graphs.base import get_builder
+from .manifest import Manifest
+from .methods.base import available_methods, get_method
+
+
+@dataclass
+class OpenSettings:
+    """What ``RAG.open`` was asked to change (None: keep the index's value)."""
+
+    methods: Sequence[str] | None = None
+    llm: str | None = None
+    embedder: str | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    workers: int | None = None
+    builders: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def apply(self, root: Path, manifest: Manifest) -> None:
+        """Validate and merge into ``manifest.config``; settings fixed by stored documents raise."""
+        cfg = manifest.config
+        has_docs = bool(manifest.counts.get("documents"))
+        if self.chunk_size is not None or self.chunk_overlap is not None:
+            new = (
+                self.chunk_size or cfg.chunk_size,
+                cfg.chunk_overlap if self.chunk_overlap is None else self.chunk_overlap,
+            )
+            if has_docs and new != (cfg.chunk_size, cfg.chunk_overlap):
+                raise ConfigError(
+                    f"{root} was chunked with size {cfg.chunk_size}/overlap {cfg.chunk_overlap}; "
+                    "chunking cannot change once documents are indexed: use a new --index directory"
+                )
+            cfg.chunk_size, cfg.chunk_overlap = new
+        if self.workers is not None:
+            cfg.workers = self.workers
+        if self.builders:
+            available_methods()  # importing the methods registers their builders
+        for bname, bsettings in self.builders.items():
+            merged = {**cfg.builders.get(bname, {}), **bsettings}
+            get_builder(bname, **merged)  # validates names and settings
+            cfg.builders[bname] = merged
+        for m in self.methods or ([] if cfg.methods else ["vanilla"]):
+            get_method(m)  # validates the name
+            if m not in cfg.methods:
+                cfg.methods.append(m)
+        if self.llm is not None:
+            cfg.llm = self.llm
+        if self.embedder is not None:
+            if has_docs and self.embedder != cfg.embedder:
+                raise ConfigError(
+                    f"{root} was embedded with {cfg.embedder!r}, not {self.embedder!r}; use a new --index directory"
+                )
+            cfg.embedder = self.embedder
+        cfg.validate()
