@@ -233,7 +233,8 @@ class IndexSession:
             unknown = [i for i in ids if i not in known]
             if unknown:
                 raise InputError(
-                    f"unknown document ids: {', '.join(unknown)}; list them with `paretorag inspect --documents`"
+                    f"unknown document ids: {', '.join(unknown)}; list the ids with "
+                    f"`paretorag inspect --index {self.root} --documents`"
                 )
             removed = self.store.mark_deleted(ids)
             if removed or self._needs_commit():
