@@ -91,7 +91,7 @@ class _PauseInStructures:
         self.release = threading.Event()
 
     def task(self, description, total):
-        if description == "embedding":  # the concept graph embeds its sentences
+        if description.startswith("embedding for"):  # the concept graph embeds its sentences
             self.reached.set()
             self.release.wait(30)
         return NullProgress().task(description, total)

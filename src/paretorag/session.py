@@ -158,8 +158,8 @@ class IndexSession:
         remove(problems)
         return bool(problems)
 
-    def _commit(self, progress: Progress | None) -> None:
-        self._writer(progress).commit()
+    def _commit(self, progress: Progress | None, writer: IndexWriter | None = None) -> None:
+        (writer or self._writer(progress)).commit()
         self._damaged = None
 
     def index(
@@ -183,10 +183,11 @@ class IndexSession:
                 if paths:
                     read, problems = read_paths(paths)
                     docs.extend(read)
-                added, unchanged = self._writer(progress).ingest(docs)
+                writer = self._writer(progress)  # one writer: the ingest timing reaches the manifest
+                added, unchanged = writer.ingest(docs)
                 report = IndexReport(added=added, unchanged=unchanged, problems=problems)
                 if added or self._needs_commit():
-                    self._commit(progress)
+                    self._commit(progress, writer)
                     report.committed = True
         except BaseException:
             self._remove_if_unused()
