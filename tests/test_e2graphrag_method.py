@@ -200,7 +200,10 @@ def test_pair_within_h_maps_to_shared_chunks(index: FakeIndex) -> None:
     assert sorted(r.scored.ids.tolist()) == [1, 2, 3]
     assert r.info["pairs"] == [["snape", "harry"]]
     # chunks 1-3 are adjacent: merged into one passage under one header
-    assert len(r.items) == 1 and r.context_text.startswith("snape-harry:\n[1] Book\nChunk 1.")
+    assert len(r.items) == 1 and r.context_text.startswith(
+        "snape-harry:\n[1] Book (chunks 1-3, merged)\nChunk 1."
+    )
+    assert r.items[0].chunk_id == "doc#1-3" and r.items[0].row == 1  # the context names its chunk range
     assert "Chunk 2." in r.items[0].text and "Chunk 3." in r.items[0].text
 
 

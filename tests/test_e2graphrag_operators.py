@@ -192,7 +192,9 @@ def test_evidence_groups_by_coverage_each_chunk_once_document_order() -> None:
     assert [[p.rows for p in g[1]] for g in groups] == [[(2,)], [(4, 5)], [(0,)]]
     text = ev.format_evidence(groups)
     assert text.startswith("harry-snape-wand:\n[1] book\n" + DOC[600:900])
-    assert "harry-snape:\n[2] book\n" + DOC[1200:1800] in text
+    # a merged run names its chunk range, so one context holding many chunks says so
+    assert "harry-snape:\n[2] book (chunks 4-5, merged)\n" + DOC[1200:1800] in text
+    assert [p.label for g in groups for p in g[1]] == ["book", "book (chunks 4-5, merged)", "book"]
     assert text.count("[3]") == 1 and "[4]" not in text  # row 0 listed once
 
 

@@ -82,6 +82,18 @@ class Passage:
     title: str
     text: str
     is_summary: bool = False
+    orders: tuple[int, int] = (-1, -1)  # chunk order of the first and last chunk of a run
+
+    @property
+    def merged(self) -> bool:
+        return len(self.rows) > 1
+
+    @property
+    def label(self) -> str:
+        """The title shown with the passage; a merged run names its chunk range."""
+        if not self.merged:
+            return self.title
+        return f"{self.title} (chunks {self.orders[0]}-{self.orders[1]}, merged)".lstrip()
 
 
 def _mergeable(prev: Evidence, cur: Evidence) -> bool:
@@ -109,9 +121,14 @@ def merge_adjacent(units: Sequence[Evidence]) -> list[Passage]:
         if prev is not None and out and _mergeable(prev, u):
             p = out[-1]
             tail = u.text[max(prev.end - u.start, 0) :]
-            out[-1] = Passage((*p.nodes, u.node), (*p.rows, u.row), p.doc_id, p.title, p.text + tail)
+            orders = (p.orders[0], u.order)
+            out[-1] = Passage(
+                (*p.nodes, u.node), (*p.rows, u.row), p.doc_id, p.title, p.text + tail, False, orders
+            )
         else:
-            out.append(Passage((u.node,), (u.row,), u.doc_id, u.title, u.text, u.is_summary))
+            out.append(
+                Passage((u.node,), (u.row,), u.doc_id, u.title, u.text, u.is_summary, (u.order, u.order))
+            )
         prev = u
     return out
 
@@ -136,7 +153,7 @@ def group_evidence(units: Sequence[Evidence]) -> list[tuple[tuple[str, ...], lis
 
 def passage_block(number: int, passage: Passage) -> str:
     """One numbered passage, as :func:`paretorag.context.format_block` writes it."""
-    return f"[{number}] {passage.title}".rstrip() + f"\n{passage.text}"
+    return f"[{number}] {passage.label}".rstrip() + f"\n{passage.text}"
 
 
 def format_evidence(groups: Sequence[tuple[tuple[str, ...], Sequence[Passage]]]) -> str:
@@ -247,7 +264,9 @@ class EvidenceFormat(Operator):
                     ntok = int(e2.summary_tokens[p.nodes[0] - n])
                 else:
                     cid, ntok = chunks.ids[r0], int(sum(int(chunks.n_tokens[x]) for x in p.rows))
-                items.append(ContextItem(cid, p.doc_id, p.title, p.text, float(1.0 / (1.0 + j)), ntok, r0))
+                    if p.merged:  # one context holding several chunks says so
+                        cid = f"{p.doc_id}#{p.orders[0]}-{p.orders[1]}"
+                items.append(ContextItem(cid, p.doc_id, p.label, p.text, float(1.0 / (1.0 + j)), ntok, r0))
         state.items = items
         # a single passage over the budget: let the context packer cut it (numbered format)
         state.context_text = format_evidence(groups) if fits else None
