@@ -272,9 +272,10 @@ class IndexSession:
         return [str(p) for p in check(self.root, self.manifest, self.store)]
 
     # -- reading ---------------------------------------------------------------
-    def _sync(self) -> None:
-        """Follow a commit made by another writer (one ``stat`` when nothing changed)."""
-        if self._writing or manifest_stamp(self.root) == self._stamp:
+    def _sync(self, force: bool = False) -> None:
+        """Follow a commit made by another writer (one ``stat`` when nothing changed;
+        ``force`` re-reads the manifest whatever its stamp says)."""
+        if self._writing or (not force and manifest_stamp(self.root) == self._stamp):
             return
         self._stamp = manifest_stamp(self.root)
         try:
@@ -320,9 +321,13 @@ class IndexSession:
                     lambda stage: self._llm_for(self._query_usage, stage),
                 )
             except IndexFormatError:
-                if attempt == 4 or self._writing or manifest_stamp(self.root) == stamp:
+                if attempt == 4 or self._writing:
                     raise
-                self._sync()  # a newer commit replaced the files we were reading
+                # a newer commit replaced the files we were reading (its stamp may have been
+                # taken before the manifest we hold was read): re-read and retry, else report
+                self._sync(force=True)
+                if self.manifest.generation == m.generation and not self._damaged:
+                    raise
         raise DamagedIndexError(f"{self.root} changed five times while loading; try again")
 
     def close(self) -> None:
