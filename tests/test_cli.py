@@ -135,14 +135,14 @@ def test_user_text_with_brackets_is_printed_not_parsed_as_markup(tmp_path):
     src = tmp_path / "src [draft]"
     src.mkdir()
     (src / "[bold]otters[red].md").write_text(
-        "# Otters\n\nSee [/wiki/otter] for more: the otter [red]eats[/red] fish in rivers.\n"
+        "# Otters\n\nSee [/wiki/otter] for more: the otter [red]eats[/red] fish in rivers :smile:.\n"
     )
     ix = str(tmp_path / "ix [1]")
     r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["query", "What does the otter eat?", "--index", ix, "-k", "1"])
     assert r.exit_code == 0, r.output
-    assert "[/wiki/otter]" in r.stdout and "[red]eats[/red]" in r.stdout
+    assert "[/wiki/otter]" in r.stdout and "[red]eats[/red]" in r.stdout and ":smile:" in r.stdout
     assert "[bold]otters[red]" in r.stdout  # the title, as written
     r = runner.invoke(app, ["inspect", "--index", ix, "--documents"])
     assert r.exit_code == 0, r.output

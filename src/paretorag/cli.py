@@ -31,8 +31,8 @@ from .store import Store
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, emoji=False)  # ":name:" in a passage is text, not an emoji
+err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 NewIndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
 IndexOpt = typer.Option(..., "--index", "-i", help="An existing index directory (see `paretorag index`).")
