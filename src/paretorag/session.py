@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -90,7 +91,9 @@ class IndexSession:
         self._on_wait = on_wait
         self._created = created  # this RAG created the directory: removed if the first index fails
         self._damaged = damaged  # why the manifest could not be read (a writer repairs it)
-        self._lease = ReaderLease(root)
+        self._lease = ReaderLease(root)  # the files of the loaded view
+        self._old_lease = ReaderLease(root)  # those of the view before: queries may still use it
+        self._view_lock = threading.RLock()  # one view swap at a time when threads share this RAG
         self._stamp = manifest_stamp(root)
         self._writing = False
         self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
@@ -158,8 +161,8 @@ class IndexSession:
         remove(problems)
         return bool(problems)
 
-    def _commit(self, progress: Progress | None) -> None:
-        self._writer(progress).commit()
+    def _commit(self, progress: Progress | None, writer: IndexWriter | None = None) -> None:
+        (writer or self._writer(progress)).commit()
         self._damaged = None
 
     def index(
@@ -183,10 +186,11 @@ class IndexSession:
                 if paths:
                     read, problems = read_paths(paths)
                     docs.extend(read)
-                added, unchanged = self._writer(progress).ingest(docs)
+                writer = self._writer(progress)  # one writer: its stage timings reach the manifest
+                added, unchanged = writer.ingest(docs)
                 report = IndexReport(added=added, unchanged=unchanged, problems=problems)
                 if added or self._needs_commit():
-                    self._commit(progress)
+                    self._commit(progress, writer)
                     report.committed = True
         except BaseException:
             self._remove_if_unused()
@@ -274,6 +278,12 @@ class IndexSession:
         """Follow a commit made by another writer (one ``stat`` when nothing changed)."""
         if self._writing or manifest_stamp(self.root) == self._stamp:
             return
+        with self._view_lock:
+            self._follow()
+
+    def _follow(self) -> None:
+        if self._writing or manifest_stamp(self.root) == self._stamp:
+            return
         self._stamp = manifest_stamp(self.root)
         try:
             fresh = Manifest.load(self.root)
@@ -286,16 +296,30 @@ class IndexSession:
             if fresh.generation != self.manifest.generation or fresh.to_json() != self.manifest.to_json():
                 self.manifest = fresh
                 self.usage = Usage.from_json(fresh.usage)
-                self._drop_view()
+                self._drop_view(grace=True)
 
-    def _drop_view(self) -> None:
-        self._view = None
-        self._lease.release()
+    def _drop_view(self, *, grace: bool = False) -> None:
+        """Forget the loaded view; with ``grace`` its files stay leased until the next swap
+        (a query running in another thread may still read them), otherwise released."""
+        with self._view_lock:
+            self._view = None
+            self._old_lease.release()
+            if grace:
+                self._old_lease, self._lease = self._lease, ReaderLease(self.root)
+            else:
+                self._lease.release()
 
     @property
     def view(self) -> LoadedIndex:
         """The committed index as methods see it (loaded once, reloaded after a commit)."""
         self._sync()
+        view = self._view
+        if view is not None:
+            return view
+        with self._view_lock:
+            return self._load_view()
+
+    def _load_view(self) -> LoadedIndex:
         for attempt in range(5):
             if self._view is not None:
                 return self._view
@@ -306,7 +330,7 @@ class IndexSession:
             # name the files before loading them; a commit after this leaves them in place
             self._lease.hold(m.vectors, [str(info.get("dir", "")) for info in m.structures.values()])
             if manifest_stamp(self.root) != stamp and not self._writing:  # a commit got in between
-                self._sync()
+                self._follow()
                 continue
             try:
                 self._view = LoadedIndex(
@@ -320,7 +344,7 @@ class IndexSession:
             except IndexFormatError:
                 if attempt == 4 or self._writing or manifest_stamp(self.root) == stamp:
                     raise
-                self._sync()  # a newer commit replaced the files we were reading
+                self._follow()  # a newer commit replaced the files we were reading
         raise DamagedIndexError(f"{self.root} changed five times while loading; try again")
 
     def close(self) -> None:
