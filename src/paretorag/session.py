@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -90,7 +91,9 @@ class IndexSession:
         self._on_wait = on_wait
         self._created = created  # this RAG created the directory: removed if the first index fails
         self._damaged = damaged  # why the manifest could not be read (a writer repairs it)
-        self._lease = ReaderLease(root)
+        self._lease = ReaderLease(root)  # the files of the loaded view
+        self._old_lease = ReaderLease(root)  # those of the view before: queries may still use it
+        self._view_lock = threading.RLock()  # one view swap at a time when threads share this RAG
         self._stamp = manifest_stamp(root)
         self._writing = False
         self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
@@ -277,6 +280,12 @@ class IndexSession:
         ``force`` re-reads the manifest whatever its stamp says)."""
         if self._writing or (not force and manifest_stamp(self.root) == self._stamp):
             return
+        with self._view_lock:
+            self._follow(force)
+
+    def _follow(self, force: bool = False) -> None:
+        if self._writing or (not force and manifest_stamp(self.root) == self._stamp):
+            return
         self._stamp = manifest_stamp(self.root)
         try:
             fresh = Manifest.load(self.root)
@@ -289,16 +298,30 @@ class IndexSession:
             if fresh.generation != self.manifest.generation or fresh.to_json() != self.manifest.to_json():
                 self.manifest = fresh
                 self.usage = Usage.from_json(fresh.usage)
-                self._drop_view()
+                self._drop_view(grace=True)
 
-    def _drop_view(self) -> None:
-        self._view = None
-        self._lease.release()
+    def _drop_view(self, *, grace: bool = False) -> None:
+        """Forget the loaded view; with ``grace`` its files stay leased until the next swap
+        (a query running in another thread may still read them), otherwise released."""
+        with self._view_lock:
+            self._view = None
+            self._old_lease.release()
+            if grace:
+                self._old_lease, self._lease = self._lease, ReaderLease(self.root)
+            else:
+                self._lease.release()
 
     @property
     def view(self) -> LoadedIndex:
         """The committed index as methods see it (loaded once, reloaded after a commit)."""
         self._sync()
+        view = self._view
+        if view is not None:
+            return view
+        with self._view_lock:
+            return self._load_view()
+
+    def _load_view(self) -> LoadedIndex:
         for attempt in range(5):
             if self._view is not None:
                 return self._view
@@ -309,7 +332,7 @@ class IndexSession:
             # name the files before loading them; a commit after this leaves them in place
             self._lease.hold(m.vectors, [str(info.get("dir", "")) for info in m.structures.values()])
             if manifest_stamp(self.root) != stamp and not self._writing:  # a commit got in between
-                self._sync()
+                self._follow()
                 continue
             try:
                 self._view = LoadedIndex(
@@ -325,7 +348,7 @@ class IndexSession:
                     raise
                 # a newer commit replaced the files we were reading (its stamp may have been
                 # taken before the manifest we hold was read): re-read and retry, else report
-                self._sync(force=True)
+                self._follow(force=True)  # under the view lock already
                 if self.manifest.generation == m.generation and not self._damaged:
                     raise
         raise DamagedIndexError(f"{self.root} changed five times while loading; try again")
