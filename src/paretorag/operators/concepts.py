@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -242,6 +242,13 @@ class ConceptState:
 
     graph: Graph
     chunk_score: F64
+    _cores: dict[float, IntArray] = field(default_factory=dict, repr=False, compare=False)
+
+    def core(self, kappa: float) -> IntArray:
+        """The core chunk rows for ``kappa``, best first (computed once per kappa)."""
+        if kappa not in self._cores:
+            self._cores[kappa] = select_core(self.chunk_score, kappa)
+        return self._cores[kappa]
 
 
 class _ConceptVariant(Operator):
@@ -429,9 +436,9 @@ class CoreChunks(_ConceptVariant):
         self.theta_co = theta_co
 
     def run(self, index: IndexView, state: State) -> Scored:
-        scores = self.concept_state(index).chunk_score
+        concepts = self.concept_state(index)
         kappa = self.kappa
         if kappa is None:
             kappa = float(index.structure(STRUCTURE).meta["core"]["kappa"])
-        rows = select_core(scores, check_fraction(self, "kappa", kappa))
-        return Scored(rows, scores[rows].astype(np.float32), "chunk")
+        rows = concepts.core(check_fraction(self, "kappa", kappa))
+        return Scored(rows, concepts.chunk_score[rows].astype(np.float32), "chunk")
