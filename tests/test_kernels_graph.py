@@ -178,3 +178,20 @@ def test_tfidf_matches_scikit_learn() -> None:
     q = transform(["cat on the mat, zebra"], {t: j for j, t in enumerate(vocab)}, idf)
     np.testing.assert_allclose(q.toarray(), ref.transform(["cat on the mat, zebra"]).toarray(), atol=1e-12)
     assert transform(["zebra"], {t: j for j, t in enumerate(vocab)}, idf).nnz == 0
+
+
+def test_rrf_weighted_fusion_by_hand():
+    from paretorag.kernels import rrf
+    from paretorag.types import Scored
+
+    a = Scored(np.array([3, 1, 2]), np.array([0.9, 0.5, 0.1]))
+    b = Scored(np.array([2, 3]), np.array([5.0, 4.0]))
+    fused = rrf([a, b], weights=[0.25, 0.75], k=1)
+    expected = {3: 0.25 / 2 + 0.75 / 3, 1: 0.25 / 3, 2: 0.25 / 4 + 0.75 / 2}
+    assert fused.ids.tolist() == sorted(expected, key=lambda r: -expected[r])
+    np.testing.assert_allclose(fused.scores, [expected[r] for r in fused.ids.tolist()], rtol=1e-6)
+    # a zero weight drops that ranking; equal weights are plain RRF
+    assert rrf([a, b], weights=[1.0, 0.0]).ids.tolist() == [3, 1, 2]
+    assert rrf([a, b]).ids.tolist()[0] == 3
+    with pytest.raises(ValueError):
+        rrf([a, Scored(np.array([1]), np.array([1.0]), "node")])

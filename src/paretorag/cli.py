@@ -150,6 +150,11 @@ def index(
     chunk_overlap: int | None = typer.Option(
         None, "--chunk-overlap", help="Overlap in tokens (default 100)."
     ),
+    embed_titles: bool | None = typer.Option(
+        None,
+        "--titles/--no-titles",
+        help="Embed each chunk with its document title (default on; changing it re-embeds).",
+    ),
     settings: list[str] = typer.Option(
         [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
     ),
@@ -166,6 +171,7 @@ def index(
             embedder=embedder,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
+            embed_titles=embed_titles,
             builders=_builder_settings(settings),
         )
         with rag, RichProgress() as progress:

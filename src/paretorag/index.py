@@ -49,6 +49,11 @@ CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite to
 STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to reach a step
 
 
+def vector_stem(fingerprint: str, titles: bool) -> str:
+    """The name of the chunk-vector files for a chunk set and embedding setting."""
+    return f"chunks-{fingerprint[:16]}" + ("" if titles else "-notitles")
+
+
 def vector_files(stem: str) -> tuple[str, str, str]:
     """The three files of a committed chunk-vector set, under ``vectors/``."""
     return f"{stem}.npy", f"{stem}.faiss", f"{stem}.ids.txt"
@@ -227,10 +232,11 @@ class IndexWriter:
         fp = chunks.fingerprint()
         t0 = time.perf_counter()
         before = self.embedder.computed
-        vectors = self.embedder.embed(list(chunks.texts), description="embedding chunks")
+        titles = m.config.embed_titles
+        vectors = self.embedder.embed(chunks.embedded_texts(titles), description="embedding chunks")
         if self.embedder.computed > before:  # time only real work, not cache reads
             self.timings["embed"] = time.perf_counter() - t0
-        stem = f"chunks-{fp[:16]}"
+        stem = vector_stem(fp, titles)
         vdir = self.root / "vectors"
         if m.vectors != stem or not all((vdir / f).is_file() for f in vector_files(stem)):
             t1 = time.perf_counter()

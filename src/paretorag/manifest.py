@@ -33,6 +33,7 @@ class IndexConfig:
     chunk_size: int = 1200
     chunk_overlap: int = 100
     workers: int = 2
+    embed_titles: bool = True  # chunk vectors embed "title\ntext" (part of the vectors' identity)
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)  # structure -> settings
 
     def validate(self) -> None:

@@ -69,6 +69,7 @@ class RAG(IndexSession):
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
         workers: int | None = None,
+        embed_titles: bool | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
         create: bool = True,
         wait: bool | float = True,
@@ -92,6 +93,9 @@ class RAG(IndexSession):
             Tokens per chunk and overlap (default 1200 and 100); fixed once documents exist.
         workers : int, optional
             Processes/threads for builders (default 2).
+        embed_titles : bool, optional
+            Embed each chunk as ``"title\ntext"`` (default ``True``); changing it re-embeds
+            the chunk vectors at the next commit (cached vectors of both forms are kept).
         builders : dict, optional
             Settings of structure builders, e.g. ``{"tree": {"g": 4}}``; merged into the
             index's configuration. Structures built with other settings are rebuilt.
@@ -122,6 +126,7 @@ class RAG(IndexSession):
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             workers=workers,
+            embed_titles=embed_titles,
             builders=dict(builders or {}),
         )
         created = False

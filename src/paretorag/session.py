@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DamagedIndexError, IndexFormatError, InputError, ParetoragError
-from .index import IndexWriter, LoadedIndex, structure_plan
+from .index import IndexWriter, LoadedIndex, structure_plan, vector_stem
 from .ingest import Problem, read_paths
 from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, Manifest
@@ -152,7 +152,7 @@ class IndexSession:
         settings, a delete is pending, the manifest was damaged or a file it names is missing."""
         m = self.manifest
         fp = self.store.chunk_table().fingerprint()
-        if self._damaged or not m.vectors or m.vectors != f"chunks-{fp[:16]}":
+        if self._damaged or not m.vectors or m.vectors != vector_stem(fp, m.config.embed_titles):
             return True
         _, dirnames = structure_plan(m.config, fp)
         if any(m.structures.get(name, {}).get("dir") != d for name, d in dirnames.items()):

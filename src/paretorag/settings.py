@@ -28,6 +28,7 @@ class OpenSettings:
     chunk_size: int | None = None
     chunk_overlap: int | None = None
     workers: int | None = None
+    embed_titles: bool | None = None
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def apply(self, root: Path, manifest: Manifest) -> None:
@@ -47,6 +48,8 @@ class OpenSettings:
             cfg.chunk_size, cfg.chunk_overlap = new
         if self.workers is not None:
             cfg.workers = self.workers
+        if self.embed_titles is not None:
+            cfg.embed_titles = self.embed_titles  # the vectors are re-embedded at the next commit
         if self.builders:
             available_methods()  # importing the methods registers their builders
         for bname, bsettings in self.builders.items():

@@ -98,6 +98,13 @@ class ChunkTable:
             title=self.titles[row],
         )
 
+    def embedded_texts(self, titles: bool = True) -> list[str]:
+        """The texts whose vectors are the chunk vectors: ``"title\ntext"`` when ``titles``
+        and the chunk has a title (as HippoRAG and most dense retrievers embed passages)."""
+        if not titles:
+            return list(self.texts)
+        return [f"{t}\n{x}" if t.strip() else x for t, x in zip(self.titles, self.texts, strict=True)]
+
     def fingerprint(self) -> str:
         """Hash of the chunk ids in order: structures built for it are valid iff it matches."""
         h = hashlib.sha256()

@@ -55,6 +55,9 @@ def eval_command(
     embedder: str | None = typer.Option(
         None, "--embedder", help="Embedder spec (default MiniLM; 'hash' for tests)."
     ),
+    titles: bool = typer.Option(
+        True, "--titles/--no-titles", help="Embed passages with their titles (default on)."
+    ),
     corpus: str = typer.Option(
         "full", "--corpus", help="'full' corpus, or 'own': only the questions' passages."
     ),
@@ -79,6 +82,7 @@ def eval_command(
             out,
             cache,
             embedder,
+            titles,
             corpus,
             answer_k,
             seed,
@@ -102,6 +106,7 @@ def _run(
     out: Path,
     cache: Path | None,
     embedder: str | None,
+    titles: bool,
     corpus: str,
     answer_k: int | None,
     seed: int,
@@ -132,6 +137,7 @@ def _run(
                 out_dir=target,
                 cache_dir=cache if cache is not None else out / ".index-cache",
                 embedder=embedder,
+                embed_titles=titles,
                 corpus=corpus,
                 answer_k=answer_k,
                 seed=seed,

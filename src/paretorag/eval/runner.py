@@ -177,6 +177,7 @@ def run_eval(
     out_dir: Path | str = "eval-out",
     cache_dir: Path | str | None = None,
     embedder: str | None = None,
+    embed_titles: bool = True,
     corpus: str = "full",
     answer_k: int | None = None,
     seed: int = 0,
@@ -207,6 +208,8 @@ def run_eval(
         Index cache (default ``<out_dir>/.index-cache``); re-runs reuse it.
     embedder : str, optional
         Embedder spec; None is the default MiniLM, ``hash`` the test embedder.
+    embed_titles : bool
+        Embed passages as ``"title\ntext"`` (the default) or as text only.
     corpus : {"full", "own"}
         ``own`` restricts the corpus to the evaluated questions' own passages.
     answer_k : int, optional
@@ -240,7 +243,9 @@ def run_eval(
     index_dir.mkdir(parents=True, exist_ok=True)
     per_method: dict[str, Any] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
-    with RAG.open(index_dir, methods=list(methods), llm=llm, embedder=embedder) as rag:
+    with RAG.open(
+        index_dir, methods=list(methods), llm=llm, embedder=embedder, embed_titles=embed_titles
+    ) as rag:
         t0 = time.perf_counter()
         report = rag.index(ds.documents(), progress=progress)
         index_wall = time.perf_counter() - t0
@@ -278,6 +283,7 @@ def run_eval(
             "ks": ks,
             "llm": llm,
             "embedder": embedder or "default",
+            "embed_titles": embed_titles,
             "retrieval_only": retrieval_only,
             "answer_k": answer_k,
             "limit": limit,

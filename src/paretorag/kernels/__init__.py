@@ -2,7 +2,7 @@
 
 - :mod:`.pagerank`: PageRank and personalized PageRank (tested against networkx);
 - :mod:`.bfs`: bounded BFS, k-hop neighbourhoods, pairwise hop distances;
-- :mod:`.rank`: top-k, exact vector search over any row set, score aggregation;
+- :mod:`.rank`: top-k, exact vector search over any row set, score aggregation, rank fusion;
 - :mod:`.steiner`: approximate Steiner trees, Kou and Mehlhorn (tested against networkx);
 - :mod:`.paths`: bounded shortest paths, k-hop paths between entities, path merging;
 - :mod:`.tfidf`: scikit-learn-compatible TF-IDF for the passage graph (tested against it).
@@ -15,7 +15,7 @@ from .bfs import bfs_levels, hop_distances, k_hop, neighbors
 from .knn import knn_pairs
 from .pagerank import pagerank, transition
 from .paths import cover_paths, k_hop_paths, merge_paths, shortest_path
-from .rank import aggregate, dense_scores, normalize_rows, top_k, vector_top_k
+from .rank import aggregate, dense_scores, normalize_rows, rrf, top_k, vector_top_k
 from .steiner import steiner_tree, tree_weight
 from .tfidf import fit_tfidf, tokenize, transform
 
@@ -33,6 +33,7 @@ __all__ = [
     "neighbors",
     "normalize_rows",
     "pagerank",
+    "rrf",
     "shortest_path",
     "steiner_tree",
     "tokenize",

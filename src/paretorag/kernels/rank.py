@@ -7,6 +7,8 @@ scores and relation scores into chunk scores; that is one sparse product each.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
@@ -73,3 +75,39 @@ def normalize_rows(x: npt.ArrayLike) -> FloatArray:
 
 
 __all__ = ["aggregate", "dense_scores", "normalize_rows", "top_k", "vector_top_k"]
+
+
+RRF_K = 60  # Cormack et al. 2009; EA-GraphRAG Eq. 2 uses the same constant
+
+
+def rrf(rankings: Sequence[Scored], weights: Sequence[float] | None = None, k: int = RRF_K) -> Scored:
+    """Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (k + rank_i(d))``.
+
+    ``rank_i(d)`` is ``d``'s 1-based position in ``rankings[i]`` (taken in the given
+    order, best first); a row missing from a ranking adds nothing. With equal weights
+    this is RRF (Cormack, Clarke and Buettcher, SIGIR 2009); with weights ``1 - s(q)``
+    and ``s(q)`` it is EA-GraphRAG's complexity-aware fusion (§3.4.3, Eq. 2). Ties are
+    broken by row. All rankings must be of one kind.
+    """
+    if not rankings:
+        return Scored.empty()
+    kinds = {r.kind for r in rankings}
+    if len(kinds) != 1:
+        raise ValueError(f"rrf fuses rankings of one kind, got {sorted(kinds)}")
+    w = [1.0] * len(rankings) if weights is None else [float(x) for x in weights]
+    if len(w) != len(rankings):
+        raise ValueError(f"rrf got {len(rankings)} rankings and {len(w)} weights")
+    if k < 0:
+        raise ValueError(f"rrf constant k must be >= 0, got {k}")
+    fused: dict[int, float] = {}
+    for ranking, weight in zip(rankings, w, strict=True):
+        if weight == 0.0:
+            continue
+        for pos, row in enumerate(ranking.ids.tolist(), start=1):
+            fused[row] = fused.get(row, 0.0) + weight / (k + pos)
+    if not fused:
+        return Scored.empty(kinds.pop())
+    rows = np.fromiter(fused, dtype=np.int64, count=len(fused))
+    return top_k(
+        np.fromiter(fused.values(), dtype=np.float64, count=len(fused)), len(fused), kinds.pop(), rows
+    )
