@@ -228,13 +228,15 @@ class RAG(IndexSession):
         budget: int | Budget | None = None,
         context_only: bool = False,
         max_answer_tokens: int = 512,
+        on_token: Callable[[str], None] | None = None,
         **params: Any,
     ) -> Answer:
         """Answer a question with ``method``; returns text, citations, contexts, usage and timings.
 
         ``budget`` caps the context in tokens (default: unbounded; methods such as
         g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
-        caps the answer's length. Other keyword arguments set the method's parameters.
+        caps the answer's length; ``on_token`` receives the answer's pieces as the LLM
+        streams them. Other keyword arguments set the method's parameters.
         """
         t0 = time.perf_counter()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
@@ -248,6 +250,7 @@ class RAG(IndexSession):
             context_only=context_only,
             max_answer_tokens=max_answer_tokens,
             retrieval_seconds=retrieval_s,
+            on_token=on_token,
         )
 
     def answer(
@@ -261,10 +264,12 @@ class RAG(IndexSession):
         context_only: bool = False,
         max_answer_tokens: int = 512,
         retrieval_seconds: float = 0.0,
+        on_token: Callable[[str], None] | None = None,
     ) -> Answer:
         """Pack a retrieval's items under ``budget`` and generate the answer (no second retrieval).
 
         The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
+        ``on_token`` receives the answer's pieces as the LLM streams them.
         """
         t1 = time.perf_counter()
         b = budget if isinstance(budget, Budget) else Budget(budget)
@@ -288,7 +293,12 @@ class RAG(IndexSession):
             )
             llm = self._llm_for(usage, "query.answer")
             text, cites = generate(
-                llm, question.strip(), ctx, context_text=evidence, max_tokens=max_answer_tokens
+                llm,
+                question.strip(),
+                ctx,
+                context_text=evidence,
+                max_tokens=max_answer_tokens,
+                on_token=on_token,
             )
         t2 = time.perf_counter()
         total = retrieval_seconds + (t2 - t1)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, LLMResponseError, MissingDependencyError
+from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError, MissingDependencyError
 from ..textutil import split_sentences
 from .base import Completion, Request, Task
 
@@ -279,6 +279,50 @@ class OpenAILLM:
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
         )
 
+    def stream(self, request: Request) -> Iterator[str]:
+        """The answer as it is generated (``"stream": true``, server-sent events).
+
+        A stream that fails before its first piece (HTTP 429/5xx, a refused stream) is
+        retried as one :meth:`complete` call, with its retries and error messages; a
+        timeout is reported at once.
+        """
+        payload = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+        }
+        started = False
+        with self._slots:
+            try:
+                for event in self.client.stream("/chat/completions", payload):
+                    piece = _delta_text(event)
+                    if piece:
+                        started = True
+                        yield piece
+                return
+            except LLMTimeoutError:
+                raise
+            except LLMError:
+                if started:
+                    raise
+        yield self.complete(request).text
+
+
+def _delta_text(event: Any) -> str:
+    """The text of one streamed chat-completions chunk (``choices[0].delta.content``)."""
+    try:
+        choices = event["choices"]
+        if not choices:  # the usage chunk of stream_options.include_usage
+            return ""
+        text = choices[0].get("delta", {}).get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise LLMResponseError(f"chat server streamed a chunk without choices[0].delta: {str(event)[:200]}") from None
+    if not isinstance(text, str):
+        raise LLMResponseError(f"chat server streamed non-text content: {str(text)[:200]}")
+    return text
+
 
 def _chat_text(data: Any) -> str:
     try:
@@ -401,6 +445,10 @@ class FakeLLM:
         if not self.responses:
             raise ConfigError("FakeLLM needs at least one scripted response")
         return Completion(self.responses[(n - 1) % len(self.responses)])
+
+    def stream(self, request: Request) -> Iterator[str]:
+        """The scripted response in word-sized pieces (as a streaming server sends it)."""
+        yield from re.findall(r"\s*\S+", self.complete(request).text)
 
 
 def make_llm(spec: str | None) -> Any:
