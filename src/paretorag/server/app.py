@@ -472,9 +472,10 @@ def create_app(
         try:
             for i, up in enumerate(uploads):
                 name = check_upload_name(up.filename or "", i)
-                saved = f"{i:03d}-{name}"
-                names[saved] = name
-                with open(folder / saved, "wb") as fh:
+                saved = folder / f"{i:03d}" / name  # its own folder: the file name stays the title
+                saved.parent.mkdir()
+                names[str(saved)] = name
+                with open(saved, "wb") as fh:
                     while chunk := await up.read(1 << 20):
                         fh.write(chunk)
         except BaseException:

@@ -181,16 +181,16 @@ class Service:
         return self.writer.submit("insert", detail, work)
 
     def insert_files(self, folder: Path, names: dict[str, str], detail: dict[str, Any]) -> Job:
-        """Insert uploaded files saved in ``folder`` (removed afterwards); ``names`` maps the
-        saved file names to the uploaded ones, which become the documents' sources."""
+        """Insert uploaded files saved under ``folder`` (removed afterwards); ``names`` maps the
+        saved paths to the uploaded file names, which the documents' sources then show."""
 
         def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
             try:
-                docs, problems = read_paths(sorted(folder.iterdir()))
-                docs = [dataclasses.replace(d, source=_upload_source(d.source, folder, names)) for d in docs]
+                docs, problems = read_paths(list(names))
+                docs = [dataclasses.replace(d, source=_upload_source(d.source, names)) for d in docs]
                 report = rag.insert(docs, progress=progress)
                 report.problems = [*problems, *report.problems]
-                return _report(report, rag, [d.doc_id for d in docs], folder, names)
+                return _report(report, rag, [d.doc_id for d in docs], names)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
 
@@ -216,26 +216,18 @@ class Service:
         self.pool.close()
 
 
-def _upload_source(source: str, folder: Path, names: dict[str, str]) -> str:
-    """``/tmp/paretorag-upload-x/0-a.md#3`` -> ``upload:a.md#3``."""
+def _upload_source(source: str, names: dict[str, str]) -> str:
+    """``/tmp/paretorag-upload-x/000/a.json#3`` -> ``upload:a.json#3``."""
     path, hash_, rest = source.partition("#")
-    name = names.get(Path(path).name, Path(path).name)
-    return f"upload:{name}" + (hash_ + rest if hash_ else "")
+    return f"upload:{names.get(path, Path(path).name)}" + (hash_ + rest if hash_ else "")
 
 
-def _report(
-    report: Any,
-    rag: RAG,
-    doc_ids: list[str],
-    folder: Path | None = None,
-    names: dict[str, str] | None = None,
-) -> dict[str, Any]:
+def _report(report: Any, rag: RAG, doc_ids: list[str], names: dict[str, str] | None = None) -> dict[str, Any]:
     problems = []
     for p in report.problems:
         text = str(p)
-        if folder is not None:  # name the uploaded file, not where it was saved
-            for saved, original in (names or {}).items():
-                text = text.replace(str(folder / saved), original)
+        for saved, original in (names or {}).items():  # name the uploaded file, not where it was saved
+            text = text.replace(saved, original)
         problems.append(text)
     return {
         "added": report.added,
