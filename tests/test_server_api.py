@@ -10,17 +10,17 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
 
-from fastapi.testclient import TestClient  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from paretorag import RAG, FakeLLM, OpenAILLM  # noqa: E402
-from paretorag.cli import app as cli_app  # noqa: E402
-from paretorag.errors import ConfigError  # noqa: E402
-from paretorag.server import KeyRing, Limits, create_app  # noqa: E402
-from paretorag.server.auth import ENV_VAR  # noqa: E402
+from paretorag import RAG, FakeLLM, OpenAILLM
+from paretorag.cli import app as cli_app
+from paretorag.errors import ConfigError
+from paretorag.server import KeyRing, Limits, create_app
+from paretorag.server.auth import ENV_VAR
 
-from .llm_server import scripted_server  # noqa: E402
-from .server_util import build_index, sse_events, write_corpus  # noqa: E402
+from .llm_server import scripted_server
+from .server_util import build_index, sse_events, write_corpus
 
 RW = "rw-key-0123456789abcdef"
 RO = "ro-key-0123456789abcdef"
@@ -90,9 +90,10 @@ def test_stream_from_a_backend_that_does_not_stream_is_one_token(base_index):
 
 def test_openai_backend_streams_through_the_server(base_index):
     chunks = ["Otters ", "eat ", "fish ", "[1]."]
-    body = "".join(
-        f"data: {json.dumps({'choices': [{'delta': {'content': c}}]})}\n\n" for c in chunks
-    ) + "data: [DONE]\n\n"
+    body = (
+        "".join(f"data: {json.dumps({'choices': [{'delta': {'content': c}}]})}\n\n" for c in chunks)
+        + "data: [DONE]\n\n"
+    )
     with scripted_server([(200, body.encode(), 0, {"Content-Type": "text/event-stream"})]) as (url, hits):
         llm = OpenAILLM("m", base_url=url, api_key="", max_retries=0)
         with client(base_index, llm=llm) as c:
@@ -127,7 +128,9 @@ def test_the_page_and_openapi_are_served(base_index):
         assert page.status_code == 200 and 'id="question"' in page.text  # no key needed for the page
         assert c.get("/static/app.js").status_code == 200
         spec = c.get("/openapi.json").json()
-    assert {"/query", "/query/stream", "/documents", "/documents/{doc_id}", "/jobs/{job_id}"} <= set(spec["paths"])
+    assert {"/query", "/query/stream", "/documents", "/documents/{doc_id}", "/jobs/{job_id}"} <= set(
+        spec["paths"]
+    )
     assert "multipart/form-data" in spec["paths"]["/documents"]["post"]["requestBody"]["content"]
 
 
@@ -136,12 +139,17 @@ def test_documents_upload_list_query_delete(index):
         r = c.post(
             "/documents?wait=30",
             files=[
-                ("files", ("newts.md", b"Newts are amphibians that breed in ponds every spring.", "text/markdown")),
+                (
+                    "files",
+                    ("newts.md", b"Newts are amphibians that breed in ponds every spring.", "text/markdown"),
+                ),
                 ("files", ("notes.csv", b"a,b", "text/csv")),
             ],
         )
         assert r.status_code == 415 and r.json()["error"]["field"] == "files"  # nothing was started
-        r = c.post("/documents", files=[("files", ("newts.md", b"Newts are amphibians that breed in ponds."))])
+        r = c.post(
+            "/documents", files=[("files", ("newts.md", b"Newts are amphibians that breed in ponds."))]
+        )
         assert r.status_code == 202 and r.headers["location"].startswith("/jobs/")
         job = r.json()["job"]
         for _ in range(300):
@@ -242,12 +250,21 @@ def test_bad_queries_get_a_4xx_naming_the_field(base_index, body, status, field)
 
 def test_limits_and_bad_requests(index):
     with client(index, limits=Limits(max_body_bytes=1000, max_upload_bytes=5000)) as c:
-        big = c.post("/query", content=json.dumps({"question": "x" * 2000}), headers={"content-type": "application/json"})
+        big = c.post(
+            "/query",
+            content=json.dumps({"question": "x" * 2000}),
+            headers={"content-type": "application/json"},
+        )
         assert big.status_code == 413 and big.json()["error"]["field"] == "body"
         up = c.post("/documents", files=[("files", ("big.txt", b"word " * 2000))])
         assert up.status_code == 413 and "split the upload" in up.json()["error"]["message"]
-        assert c.post("/query", content=b"{nope", headers={"content-type": "application/json"}).status_code == 422
-        assert c.post("/documents", content=b"text", headers={"content-type": "text/plain"}).status_code == 415
+        assert (
+            c.post("/query", content=b"{nope", headers={"content-type": "application/json"}).status_code
+            == 422
+        )
+        assert (
+            c.post("/documents", content=b"text", headers={"content-type": "text/plain"}).status_code == 415
+        )
         assert c.post("/documents", json={"title": "no text"}).json()["error"]["field"] == "documents[0].text"
         assert c.post("/documents", json=[]).status_code == 400
         assert c.delete("/documents/../../etc").status_code == 404

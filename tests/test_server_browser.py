@@ -9,7 +9,9 @@ import shutil
 import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'")
+webdriver = pytest.importorskip(
+    "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
+)
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
@@ -26,7 +28,9 @@ def _chromium() -> tuple[str, str]:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if not browser or not driver:
-        pytest.skip("chromium/chromedriver not installed: run `make browser` (apt-get install chromium chromium-driver)")
+        pytest.skip(
+            "chromium/chromedriver not installed: run `make browser` (apt-get install chromium chromium-driver)"
+        )
     return browser, driver
 
 
@@ -37,7 +41,13 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=opts)
     driver.set_page_load_timeout(30)
@@ -62,7 +72,10 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         browser.find_element(By.ID, "api-key").send_keys(KEY)
         browser.find_element(By.ID, "save-key").click()
         wait.until(lambda d: len(Select(d.find_element(By.ID, "method")).options) > 1)
-        assert Select(browser.find_element(By.ID, "method")).first_selected_option.get_attribute("value") == "vanilla"
+        assert (
+            Select(browser.find_element(By.ID, "method")).first_selected_option.get_attribute("value")
+            == "vanilla"
+        )
 
         browser.find_element(By.ID, "question").send_keys("What do otters eat?")
         browser.find_element(By.ID, "ask").click()
@@ -84,7 +97,7 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")) == 6)
         browser.find_element(By.ID, "files").send_keys(str(upload))
         browser.find_element(By.ID, "upload").click()
-        row = '#documents tbody tr td:first-child'
+        row = "#documents tbody tr td:first-child"
         wait.until(lambda d: "newts" in [td.text for td in d.find_elements(By.CSS_SELECTOR, row)])
         wait.until(lambda d: "added 1" in d.find_element(By.ID, "job-status").text)
         browser.save_screenshot(str(shots / "3-uploaded.png"))
@@ -97,5 +110,10 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         wait.until(lambda d: "newts" not in [td.text for td in d.find_elements(By.CSS_SELECTOR, row)])
         wait.until(lambda d: "deleted 1" in d.find_element(By.ID, "job-status").text)
         browser.save_screenshot(str(shots / "4-deleted.png"))
-    assert sorted(p.name for p in shots.iterdir()) == ["1-answer.png", "2-citation.png", "3-uploaded.png", "4-deleted.png"]
+    assert sorted(p.name for p in shots.iterdir()) == [
+        "1-answer.png",
+        "2-citation.png",
+        "3-uploaded.png",
+        "4-deleted.png",
+    ]
     assert all(p.stat().st_size > 5000 for p in shots.iterdir())

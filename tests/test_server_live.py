@@ -4,7 +4,6 @@ itself with keys (none of which reaches the log)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,18 +16,26 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
 
-import httpx  # noqa: E402
+import httpx
 
-from paretorag import RAG, HashEmbedder  # noqa: E402
-from paretorag.ingest import make_document  # noqa: E402
-from paretorag.server import create_app  # noqa: E402
+from paretorag import RAG, HashEmbedder
+from paretorag.ingest import make_document
+from paretorag.server import create_app
 
-from .server_util import TOPICS, build_index, free_port, live_server, wait_healthy, write_corpus  # noqa: E402
+from .server_util import build_index, free_port, live_server, wait_healthy, write_corpus
 
 HERE = Path(__file__).parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-NEW = [(f"Pond {i}", f"Pond {i} holds newts number {i}, frogs and dragonfly larvae near lily {i}.") for i in range(30)]
-QUESTIONS = ["Which pond holds newts number 7?", "What do otters eat?", "Where do herons wade?", "lily 12 frogs"]
+NEW = [
+    (f"Pond {i}", f"Pond {i} holds newts number {i}, frogs and dragonfly larvae near lily {i}.")
+    for i in range(30)
+]
+QUESTIONS = [
+    "Which pond holds newts number 7?",
+    "What do otters eat?",
+    "Where do herons wade?",
+    "lily 12 frogs",
+]
 
 
 class GatedEmbedder(HashEmbedder):
@@ -48,9 +55,7 @@ class GatedEmbedder(HashEmbedder):
 
 
 def _contexts(rag: RAG) -> dict[str, list[str]]:
-    return {
-        q: [c.chunk_id for c in rag.query(q, k=3, context_only=True).contexts] for q in QUESTIONS
-    }
+    return {q: [c.chunk_id for c in rag.query(q, k=3, context_only=True).contexts] for q in QUESTIONS}
 
 
 def _references(tmp: Path, sources: list[Path], deleted: str) -> list[dict[str, list[str]]]:
@@ -107,7 +112,16 @@ def test_queries_keep_answering_while_an_insert_and_a_delete_run(tmp_path):
         assert embedder.entered.wait(30), "the insert did not reach its embedding step"
         # a second writer (the CLI) is refused while the server's insert holds the lock
         cli = subprocess.run(
-            [sys.executable, "-m", "paretorag.cli", "insert", str(sources[0]), "--index", str(ix), "--no-wait"],
+            [
+                sys.executable,
+                "-m",
+                "paretorag.cli",
+                "insert",
+                str(sources[0]),
+                "--index",
+                str(ix),
+                "--no-wait",
+            ],
             capture_output=True,
             text=True,
             env=ENV,
@@ -188,12 +202,21 @@ def test_serve_command_with_keys_never_logs_them(tmp_path):
     try:
         wait_healthy(base, 90)
         assert httpx.post(base + "/query", json={"question": "otters"}).status_code == 401
-        assert httpx.post(base + "/query", json={"question": "otters"}, headers={"X-API-Key": "wrong-0123456789abcdef"}).status_code == 401
-        r = httpx.post(base + "/query", json={"question": "otters"}, headers={"Authorization": f"Bearer {key_ro}"})
+        assert (
+            httpx.post(
+                base + "/query", json={"question": "otters"}, headers={"X-API-Key": "wrong-0123456789abcdef"}
+            ).status_code
+            == 401
+        )
+        r = httpx.post(
+            base + "/query", json={"question": "otters"}, headers={"Authorization": f"Bearer {key_ro}"}
+        )
         assert r.status_code == 200 and r.json()["contexts"]
         r = httpx.post(base + "/documents", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_ro})
         assert r.status_code == 403
-        r = httpx.post(base + "/documents?wait=30", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_rw})
+        r = httpx.post(
+            base + "/documents?wait=30", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_rw}
+        )
         assert r.status_code == 200
     finally:
         proc.terminate()

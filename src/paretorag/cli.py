@@ -409,10 +409,14 @@ def _loopback(host: str) -> bool:
 @app.command()
 def serve(
     index_dir: Path = IndexOpt,
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (other than loopback: needs keys)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (other than loopback: needs keys)."
+    ),
     port: int = typer.Option(8000, "--port", help="TCP port."),
     api_key_file: Path | None = typer.Option(
-        None, "--api-key-file", help="API keys, one per line (ro:KEY for read-only); also $PARETORAG_API_KEYS."
+        None,
+        "--api-key-file",
+        help="API keys, one per line (ro:KEY for read-only); also $PARETORAG_API_KEYS.",
     ),
     llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
     readers: int = typer.Option(4, "--readers", help="Queries served at once (one reading index each)."),

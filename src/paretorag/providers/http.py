@@ -12,9 +12,9 @@ import json
 import math
 import random
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -166,7 +166,9 @@ class JSONClient:
                     try:
                         yield json.loads(data)
                     except json.JSONDecodeError:
-                        raise LLMResponseError(f"{url} streamed an event that is not JSON: {data[:120]!r}") from None
+                        raise LLMResponseError(
+                            f"{url} streamed an event that is not JSON: {data[:120]!r}"
+                        ) from None
         except httpx.TimeoutException:
             raise LLMTimeoutError(
                 f"{url} timed out after {self._http.timeout.read}s while streaming; raise the timeout or check the server"

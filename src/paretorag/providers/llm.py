@@ -318,7 +318,9 @@ def _delta_text(event: Any) -> str:
             return ""
         text = choices[0].get("delta", {}).get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise LLMResponseError(f"chat server streamed a chunk without choices[0].delta: {str(event)[:200]}") from None
+        raise LLMResponseError(
+            f"chat server streamed a chunk without choices[0].delta: {str(event)[:200]}"
+        ) from None
     if not isinstance(text, str):
         raise LLMResponseError(f"chat server streamed non-text content: {str(text)[:200]}")
     return text

@@ -14,10 +14,14 @@ try:
     from .auth import KeyRing
     from .service import Limits, Service
 except ImportError as exc:  # fastapi, uvicorn or python-multipart missing
-    if exc.name and exc.name.split(".")[0] in ("fastapi", "starlette", "uvicorn", "multipart", "python_multipart"):
-        raise MissingDependencyError(
-            f"the server needs {exc.name}: pip install 'paretorag[serve]'"
-        ) from exc
+    if exc.name and exc.name.split(".")[0] in (
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "multipart",
+        "python_multipart",
+    ):
+        raise MissingDependencyError(f"the server needs {exc.name}: pip install 'paretorag[serve]'") from exc
     raise
 
 __all__ = ["KeyRing", "Limits", "Service", "create_app"]

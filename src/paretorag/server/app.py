@@ -33,7 +33,7 @@ from ..errors import ParetoragError
 from ..manifest import Manifest
 from ..methods.base import available_methods
 from ..types import Answer, Budget
-from .auth import READ, WRITE, KeyRing
+from .auth import WRITE, KeyRing
 from .errors import APIError, error_body, status_of
 from .jobs import Job
 from .metrics import Metrics
@@ -225,8 +225,8 @@ def create_app(
     )
     app.state.service = service
     app.state.metrics = metrics
-    app.add_middleware(BodyLimit, limits=lim)  # type: ignore[arg-type]
-    app.add_middleware(Counting, metrics=metrics)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit, limits=lim)
+    app.add_middleware(Counting, metrics=metrics)
 
     # -- errors ----------------------------------------------------------------
     @app.exception_handler(APIError)
@@ -308,7 +308,9 @@ def create_app(
             raise APIError(400, f"k must be between 1 and {lim.max_k}, got {body.k}", field="k")
         if body.budget is not None and not 1 <= body.budget <= lim.max_budget:
             raise APIError(
-                400, f"budget must be between 1 and {lim.max_budget} tokens, got {body.budget}", field="budget"
+                400,
+                f"budget must be between 1 and {lim.max_budget} tokens, got {body.budget}",
+                field="budget",
             )
         if body.method not in available_methods():
             raise APIError(
@@ -329,7 +331,11 @@ def create_app(
         _check(body)
         with service.pool.reader() as rag:
             ans = rag.query(
-                body.question, method=body.method, k=body.k, budget=body.budget, context_only=body.context_only
+                body.question,
+                method=body.method,
+                k=body.k,
+                budget=body.budget,
+                context_only=body.context_only,
             )
         _record(ans)
         return ans.to_json()
@@ -337,7 +343,10 @@ def create_app(
     @app.post(
         "/query/stream",
         tags=["query"],
-        responses={**ERRORS, 200: {"content": {"text/event-stream": {}}, "description": "server-sent events"}},
+        responses={
+            **ERRORS,
+            200: {"content": {"text/event-stream": {}}, "description": "server-sent events"},
+        },
     )
     def query_stream(body: QueryBody, _: str = Depends(can_read)) -> StreamingResponse:
         """The answer as server-sent events: `contexts` (the passages), `token` events as the
@@ -403,7 +412,9 @@ def create_app(
                 service.pool.release(rag)
 
         return StreamingResponse(
-            events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            events(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     # -- documents -------------------------------------------------------------
@@ -425,7 +436,9 @@ def create_app(
                 "multipart/form-data": {
                     "schema": {
                         "type": "object",
-                        "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                        "properties": {
+                            "files": {"type": "array", "items": {"type": "string", "format": "binary"}}
+                        },
                     }
                 },
                 "application/json": {
@@ -502,7 +515,9 @@ def create_app(
                 return doc_id in rag.store.all_document_ids()
 
         if not await anyio.to_thread.run_sync(known):
-            raise APIError(404, f"no document {doc_id}; list them with GET /documents", field="doc_id", kind="not_found")
+            raise APIError(
+                404, f"no document {doc_id}; list them with GET /documents", field="doc_id", kind="not_found"
+            )
         return await _job_response(service.delete_document(doc_id), wait)
 
     @app.get("/documents", tags=["documents"], responses=ERRORS)
@@ -517,7 +532,12 @@ def create_app(
         its progress per stage (what the CLI draws) and its result or error."""
         job = service.writer.get(job_id)
         if job is None:
-            raise APIError(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)", field="job_id", kind="not_found")
+            raise APIError(
+                404,
+                f"no job {job_id!r} (jobs are kept in memory until the server stops)",
+                field="job_id",
+                kind="not_found",
+            )
         return service.writer.snapshot(job)
 
     # -- the index -------------------------------------------------------------
@@ -556,7 +576,11 @@ def create_app(
     def healthz() -> dict[str, Any]:
         """Liveness and the committed generation (no key needed)."""
         m = Manifest.load(service.root)
-        return {"status": "ok", "generation": m.generation if m else None, "pending_jobs": service.writer.pending()}
+        return {
+            "status": "ok",
+            "generation": m.generation if m else None,
+            "pending_jobs": service.writer.pending(),
+        }
 
     @app.get("/metrics", tags=["service"], response_class=PlainTextResponse, responses=ERRORS)
     def prometheus(_: str = Depends(can_read)) -> Response:

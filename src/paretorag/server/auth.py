@@ -65,10 +65,14 @@ class KeyRing:
             try:
                 lines = key_file.read_text(encoding="utf-8").splitlines()
             except OSError as exc:
-                raise ConfigError(f"--api-key-file {key_file}: cannot read it ({exc.strerror}); check the path") from None
+                raise ConfigError(
+                    f"--api-key-file {key_file}: cannot read it ({exc.strerror}); check the path"
+                ) from None
             file_pairs = parse_keys(lines, str(key_file))
             if not file_pairs:
-                raise ConfigError(f"--api-key-file {key_file} holds no key; add one per line (ro:KEY for read-only)")
+                raise ConfigError(
+                    f"--api-key-file {key_file} holds no key; add one per line (ro:KEY for read-only)"
+                )
             pairs += file_pairs
         return cls.from_pairs(pairs)
 

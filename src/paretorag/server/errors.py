@@ -28,7 +28,9 @@ from ..errors import (
 class APIError(Exception):
     """An error the API answers with: HTTP ``status``, the request ``field`` at fault, a message."""
 
-    def __init__(self, status: int, message: str, *, field: str | None = None, kind: str = "bad_request") -> None:
+    def __init__(
+        self, status: int, message: str, *, field: str | None = None, kind: str = "bad_request"
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.field = field
@@ -66,7 +68,9 @@ def status_of(exc: BaseException) -> tuple[int, str, str | None]:
 
 def error_body(exc: BaseException) -> dict[str, Any]:
     status, kind, fld = status_of(exc)
-    message = str(exc) if isinstance(exc, ParetoragError | APIError) else "internal error; see the server's log"
+    message = (
+        str(exc) if isinstance(exc, ParetoragError | APIError) else "internal error; see the server's log"
+    )
     if isinstance(exc, OSError) and not isinstance(exc, ParetoragError):
         message = f"{exc.strerror or exc}; see the server's log"
     return {"error": {"status": status, "type": kind, "field": fld, "message": message}}

@@ -67,7 +67,8 @@ class Job:
             "finished": self.finished,
             "waiting_for": self.waiting_for,
             "progress": [
-                {"stage": s.name, "done": s.done, "total": s.total, "finished": s.finished} for s in self.stages
+                {"stage": s.name, "done": s.done, "total": s.total, "finished": s.finished}
+                for s in self.stages
             ],
             "result": self.result,
             "error": error_body(self.error)["error"] if self.error is not None else None,
