@@ -27,6 +27,7 @@ from ..operators.concepts import (
     ConceptLocalSearch,
     ConceptState,
     CoreChunks,
+    Ranking,
     Rerank,
     dual_path_ensemble,
 )
@@ -57,6 +58,9 @@ class G2ConSConcept(Method):
     k, hops, budget, rerank, cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co
         The ``g2cons.concepts`` operator's settings (25 concepts, N = 2 hops, beta =
         12,000 tokens, Table 4 variants; thresholds ``None``: as built).
+    ranking : {"dense", "hybrid"}
+        Order chunks in the reranking by cosine (the paper's) or by its reciprocal rank
+        fusion with BM25 (needs the ``bm25`` structure).
     """
 
     name = "g2cons-concept"
@@ -75,6 +79,7 @@ class G2ConSConcept(Method):
         concept_vectors: Literal["sentence", "chunk"] = "sentence",
         theta_sem: float | None = None,
         theta_co: int | None = None,
+        ranking: Ranking = "dense",
     ) -> None:
         self.k = k
         self.hops = hops
@@ -85,6 +90,11 @@ class G2ConSConcept(Method):
         self.concept_vectors = concept_vectors
         self.theta_sem = theta_sem
         self.theta_co = theta_co
+        self.ranking = ranking
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self.search().requires
 
     def search(self) -> ConceptLocalSearch:
         """The concept-path operator with this method's settings."""
@@ -134,7 +144,7 @@ class G2ConS(G2ConSConcept):
         Weight lambda of the second path (0.6, §4.6).
     second_k : int, optional
         ``k`` passed to the second path; ``None``: enough chunks to fill beta.
-    k, hops, budget, rerank, cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co
+    k, hops, budget, rerank, cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co, ranking
         As for :class:`G2ConSConcept`.
     """
 
@@ -158,6 +168,7 @@ class G2ConS(G2ConSConcept):
         concept_vectors: Literal["sentence", "chunk"] = "sentence",
         theta_sem: float | None = None,
         theta_co: int | None = None,
+        ranking: Ranking = "dense",
     ) -> None:
         super().__init__(
             k=k,
@@ -169,6 +180,7 @@ class G2ConS(G2ConSConcept):
             concept_vectors=concept_vectors,
             theta_sem=theta_sem,
             theta_co=theta_co,
+            ranking=ranking,
         )
         self.second = second
         self.core_only = core_only
@@ -178,7 +190,7 @@ class G2ConS(G2ConSConcept):
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.structures, *get_method(self.second).requires)))
+        return tuple(dict.fromkeys((*super().requires, *get_method(self.second).requires)))
 
     def _kappa(self, index: IndexView) -> float:
         if self.kappa is None:
