@@ -111,8 +111,9 @@ def build_bm25(
     settings = tokenizer_settings(stemmer, stopwords)
     t0 = time.perf_counter()
     docs = tokenize(texts, settings)
+    seconds_tokenize = time.perf_counter() - t0
     data = bm25_from_tokens(docs, settings, k1=k1, b=b, method=method)
-    data.meta["stats"]["tokenize_seconds"] = round(time.perf_counter() - t0, 4)
+    data.meta["stats"]["tokenize_seconds"] = round(seconds_tokenize, 4)
     return data
 
 
