@@ -13,6 +13,7 @@ from .base import OPERATORS, Operator, available_operators, get_operator, operat
 # Modules that register operators. Add new ones here.
 _MODULES = (
     "paretorag.operators.dense",
+    "paretorag.operators.sparse",
     "paretorag.operators.question",
     "paretorag.operators.node",
     "paretorag.operators.relation",
