@@ -13,6 +13,10 @@ Algorithm 1 (App. A, §3.2), composed of the registered operators of
    -> **global**: ``e2graphrag.global`` (dense top-2k, Occurrence Ranking, keep k);
 4. ``e2graphrag.evidence``: "entity1-entity2-...: chunks" (end of §3.2).
 
+Not in the paper: with ``fallback`` set to a registered chunk ranking (``chunk.vdb``,
+the dense ranking; any operator producing ``"chunk"`` with a ``k`` setting), a local
+result of fewer than ``k`` chunks is filled up to ``k`` from it (``e2graphrag.fill``).
+
 The control flow branches, so the method keeps a ``retrieve``. Table 3's ablations
 are settings (``dense_only``, ``graph_filter``, ``entity_aware``, ``dense``,
 ``occurrence``), registered as presets so that ``paretorag eval --methods
@@ -26,7 +30,15 @@ import time
 from collections.abc import Sequence
 
 from ..errors import ConfigError
-from ..operators.e2graphrag import CollapsedTree, GlobalOccurrence, LocalMapping, QuestionEntities, load_state
+from ..operators.base import Operator, get_operator, operator_class
+from ..operators.e2graphrag import (
+    CollapsedTree,
+    FillFromRanking,
+    GlobalOccurrence,
+    LocalMapping,
+    QuestionEntities,
+    load_state,
+)
 from ..operators.e2graphrag_evidence import EvidenceFormat
 from ..params import check_nonneg_int, check_positive_int
 from ..query import IndexView, QueryOptions, Retrieval, State
@@ -58,6 +70,10 @@ class E2GraphRAG(Method):
     dense, occurrence : bool
         False: Table 3 "w/o Dense Retrieval" / "w/o Occurrence Ranking" (``e2graphrag.global``;
         without dense retrieval a question without entities retrieves nothing).
+    fallback : str, optional
+        A registered operator producing a ``"chunk"`` ranking (with a ``k`` setting) that
+        fills a local result of fewer than ``k`` chunks up to ``k`` (``e2graphrag.fill``);
+        ``None`` (the paper) leaves it short.
     """
 
     name = "e2graphrag"
@@ -77,6 +93,7 @@ class E2GraphRAG(Method):
         entity_aware: bool = True,
         dense: bool = True,
         occurrence: bool = True,
+        fallback: str | None = None,
     ) -> None:
         self.k = k
         self.h = h
@@ -88,6 +105,23 @@ class E2GraphRAG(Method):
         self.entity_aware = entity_aware
         self.dense = dense
         self.occurrence = occurrence
+        self.fallback = fallback
+
+    def _fallback(self, k: int) -> Operator | None:
+        if self.fallback is None:
+            return None
+        if not isinstance(self.fallback, str) or operator_class(self.fallback).produces != "chunk":
+            raise ConfigError(
+                f"e2graphrag fallback={self.fallback!r} must name a registered operator that produces "
+                "a 'chunk' ranking, such as 'chunk.vdb'; `paretorag operators` lists them"
+            )
+        return get_operator(self.fallback, k=k)
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        fill = self._fallback(1)
+        extra = fill.requires if fill is not None else ()
+        return tuple(dict.fromkeys((*self.structures, *extra)))
 
     def _check(self, index: IndexView) -> None:
         state = load_state(index)
@@ -125,6 +159,12 @@ class E2GraphRAG(Method):
             )
             if state.mode == "global":
                 GlobalOccurrence(k=k, dense=self.dense, occurrence=self.occurrence)(index, state)
+            else:
+                fill = self._fallback(k)
+                if fill is not None and len(state.get("node")) < k:
+                    fill(index, state)
+                    FillFromRanking(k=k)(index, state)
+                    state.branch += f"+{self.fallback}"
         t2 = time.perf_counter()
         EvidenceFormat()(index, state)
         t3 = time.perf_counter()
