@@ -278,3 +278,34 @@ def test_settings_are_checked_against_the_index(index: FakeIndex) -> None:
         ask(index, ["harry"], h=-1)
     m = E2GraphRAG(k=7)
     assert m.clone().get_params() == m.get_params() and m.requires == ("vectors", "tree", "entity_graph")
+
+
+def test_fallback_fills_a_short_local_result_up_to_k(index: FakeIndex) -> None:
+    paper = ask(index, ["snape", "harry"], k=10)
+    assert (paper.mode, paper.branch) == ("local", "mapping") and len(paper.scored) == 3
+    r = ask(index, ["snape", "harry"], k=10, fallback="chunk.vdb")
+    assert (r.mode, r.branch) == ("local", "mapping+chunk.vdb") and r.info["filled"] == 7
+    ids = r.scored.ids.tolist()
+    assert len(ids) == len(set(ids)) == 10
+    assert ids[:3] == paper.scored.ids.tolist()  # the mapped chunks first, in their order
+    # then the best dense chunks that were not mapped, in dense order
+    state: E2State = index.cached("e2graphrag.state", lambda: None)
+    question = [q for q, t in state.query_terms.items() if t == ["snape", "harry"]][-1]  # r's
+    ranking = index.dense_search(index.embed_query(question + "\n(A) option text harry"), 10).ids.tolist()
+    assert ids[3:] == [c for c in ranking if c not in ids[:3]][:7]
+    assert len(r.items) >= 2  # the filled chunks are evidence too
+
+
+def test_fallback_leaves_full_and_global_results_alone(index: FakeIndex) -> None:
+    r = ask(index, ["p", "q", "r"], k=2, fallback="chunk.vdb")  # 2 chunks mapped: k reached
+    assert (r.mode, r.branch) == ("local", "shrink") and "filled" not in r.info
+    r = ask(index, ["a2", "z2"], fallback="chunk.vdb")
+    assert (r.mode, r.branch) == ("global", "no_shared_chunk") and "filled" not in r.info
+
+
+def test_fallback_must_name_a_chunk_ranking(index: FakeIndex) -> None:
+    with pytest.raises(ConfigError, match="chunk.vdb"):
+        ask(index, ["snape", "harry"], k=10, fallback="e2graphrag.entities")
+    with pytest.raises(ConfigError, match="unknown operator"):
+        ask(index, ["snape", "harry"], k=10, fallback="chunk.nothing")
+    assert E2GraphRAG(fallback="chunk.vdb").requires == ("vectors", "tree", "entity_graph")

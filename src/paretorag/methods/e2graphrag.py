@@ -195,4 +195,11 @@ for _name, _doc, _preset in (
 ):
     register_preset(_name, E2GraphRAG, f"{_doc} (E2GraphRAG Table 3 ablation)", **_preset)
 
+register_preset(
+    "e2graphrag-fallback",
+    E2GraphRAG,
+    "E2GraphRAG with a short local result filled up to k from the dense ranking (not in the paper)",
+    fallback="chunk.vdb",
+)
+
 __all__ = ["E2GraphRAG"]
