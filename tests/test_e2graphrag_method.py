@@ -143,6 +143,7 @@ def index() -> FakeIndex:
 
 def ask(index: FakeIndex, terms: list[str], method: str = "e2graphrag", k: int | None = None, **params: Any):
     """Retrieve for a question whose extracted entities are ``terms``."""
+    params.setdefault("fallback", None)  # Algorithm 1 as in the paper unless a test sets it
     m = get_method(method, **params)
     state: E2State = index.cached("e2graphrag.state", lambda: pytest.fail("state not loaded"))  # type: ignore[arg-type]
     question = "Q: " + " ".join(terms) + f" #{len(state.query_terms)}"
@@ -238,6 +239,7 @@ def test_ablations_follow_table_3(index: FakeIndex) -> None:
         "e2graphrag-no-dense",
         "e2graphrag-no-occurrence",
         "e2graphrag-no-dense-no-occurrence",
+        "e2graphrag-no-fallback",
     }
     assert METHODS["e2graphrag-no-dense"].cls is E2GraphRAG  # a preset, not a generated class
     assert get_method("e2graphrag-no-dense").get_params()["dense"] is False
@@ -281,9 +283,10 @@ def test_settings_are_checked_against_the_index(index: FakeIndex) -> None:
 
 
 def test_fallback_fills_a_short_local_result_up_to_k(index: FakeIndex) -> None:
-    paper = ask(index, ["snape", "harry"], k=10)
+    paper = ask(index, ["snape", "harry"], "e2graphrag-no-fallback", k=10)
     assert (paper.mode, paper.branch) == ("local", "mapping") and len(paper.scored) == 3
-    r = ask(index, ["snape", "harry"], k=10, fallback="chunk.vdb")
+    r = ask(index, ["snape", "harry"], k=10, fallback="chunk.vdb")  # the default
+    assert E2GraphRAG().fallback == "chunk.vdb"
     assert (r.mode, r.branch) == ("local", "mapping+chunk.vdb") and r.info["filled"] == 7
     ids = r.scored.ids.tolist()
     assert len(ids) == len(set(ids)) == 10
@@ -304,7 +307,7 @@ def test_fallback_leaves_full_and_global_results_alone(index: FakeIndex) -> None
 
 
 def test_fallback_must_name_a_chunk_ranking(index: FakeIndex) -> None:
-    with pytest.raises(ConfigError, match="chunk.vdb"):
+    with pytest.raises(ConfigError, match=r"chunk\.vdb"):
         ask(index, ["snape", "harry"], k=10, fallback="e2graphrag.entities")
     with pytest.raises(ConfigError, match="unknown operator"):
         ask(index, ["snape", "harry"], k=10, fallback="chunk.nothing")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from paretorag.errors import ConfigError, MissingDependencyError
@@ -121,7 +123,7 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
     from .builders_util import Ctx, table
 
     class CachingCtx(Ctx):
-        cache: dict[str, object] = {}  # shared: the second build reads the first one's results
+        cache: ClassVar[dict[str, object]] = {}  # shared: the second build reads the first one's results
 
         def cache_get(self, keys: list[str]) -> dict[str, object]:
             return {k: self.cache[k] for k in keys if k in self.cache}
@@ -138,9 +140,7 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
     # "film" is in 4 of 4 chunks: dropped above half of them; "director" (2 of 4) is kept
     idf = vertices(max_df=0.5)
     assert {"boese", "warsaw", "bernhardt", "director"} <= idf and "film" not in idf
-    assert idf == every - frequent_terms(
-        [ex.sentences for ex in EntityExtractor().extract(FILMS)], 0.5
-    )
+    assert idf == every - frequent_terms([ex.sentences for ex in EntityExtractor().extract(FILMS)], 0.5)
     named = vertices(common_nouns=False)
     assert {"boese", "warsaw", "bernhardt"} <= named and not {"film", "director", "comedy"} & named
     with pytest.raises(ConfigError, match="max_df"):
@@ -155,5 +155,11 @@ def test_default_extraction_cache_keys_are_unchanged() -> None:
     from paretorag.providers.nlp import MODEL
 
     b = EntityGraph()
-    before = {"model": MODEL, "v": 2, "labels": ["PERSON", "ORG", "GPE"], "split_names": True, "sentences": "senter"}
+    before = {
+        "model": MODEL,
+        "v": 2,
+        "labels": ["PERSON", "ORG", "GPE"],
+        "split_names": True,
+        "sentences": "senter",
+    }
     assert b._cache_salt(b.extractor()) == json.dumps(before, sort_keys=True)

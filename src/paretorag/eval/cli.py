@@ -123,9 +123,9 @@ def _run(
     from rich.console import Console
     from rich.markup import escape
 
+    from ..cli import _builder_settings
     from ..progress import RichProgress
     from .report import results_table
-    from ..cli import _builder_settings
     from .runner import run_eval
 
     subsets = parse_names(subset, "--subset")
