@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DamagedIndexError, IndexFormatError, InputError, ParetoragError
-from .index import IndexWriter, LoadedIndex, structure_plan, vector_stem
+from .index import CachedEmbedder, IndexWriter, LoadedIndex, structure_plan, vector_stem
 from .ingest import Problem, read_paths
 from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, Manifest
@@ -102,6 +102,9 @@ class IndexSession:
     def _base_llm(self) -> LLM:
         if self._llm is None:
             self._llm = make_llm(self.manifest.config.llm)
+        bind = getattr(self._llm, "bind", None)
+        if callable(bind):  # the extractive backend scores sentences with the index's embedder
+            bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
         return self._llm
 
     def _llm_for(self, usage: Usage, stage: str) -> LLM:
