@@ -18,7 +18,14 @@ from .base import (
 from .pipeline import Pipeline
 
 # Modules that register methods (and the builders they need). Add new ones here.
-_MODULES = ("paretorag.methods.dense", "paretorag.methods.g2cons", "paretorag.methods.e2graphrag")
+_MODULES = (
+    "paretorag.methods.dense",
+    "paretorag.methods.g2cons",
+    "paretorag.methods.e2graphrag",
+    "paretorag.methods.unified",
+    "paretorag.methods.graphrag",
+    "paretorag.methods.tog",
+)
 
 
 def _load_all() -> None:
