@@ -123,7 +123,9 @@ class DALK(Pipeline):
     The question's entities are linked to the KG; paths of at most 2 hops joining them
     are found and the LLM keeps the useful ones (path-based evidence); the linked
     entities' neighbours are listed and the LLM keeps the useful ones (neighbour-based
-    evidence). The context is the paths and the chosen entities. Needs a generative LLM.
+    evidence). The context is the paths and the chosen entities; the chunk result is
+    their provenance (the paths' relations and the chosen entities' chunks, fused).
+    Needs a generative LLM.
     """
 
     name = "dalk"
@@ -140,7 +142,9 @@ class DALK(Pipeline):
             ("neighbours", NodeOneHop(graph="kg", k=30, source="link")),
             ("choose", NodeAgent(graph="kg", k=4, source="neighbours")),
             ("context", ContextGraph(graph="kg", entities=4, relations=0)),
-            ("provenance", ChunkFromRel(graph="kg", k=4, source="filter")),
+            ("path_chunks", ChunkFromRel(graph="kg", k=4, source="filter")),
+            ("entity_chunks", ChunkFromNode(graph="kg", k=4, summaries=False, source="choose")),
+            ("provenance", ChunkFuse(sources=("path_chunks", "entity_chunks"), k=4)),
         ]
 
 
