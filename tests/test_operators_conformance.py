@@ -75,7 +75,9 @@ def test_the_pool_is_complete() -> None:
         "community.layer",
     }
     assert len(pool) == 19  # §6.1's operator pool
-    assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} | ADDED <= set(OPERATORS)
+    assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} | ADDED <= set(
+        OPERATORS
+    )
 
 
 @pytest.mark.parametrize("name", ALL_OPERATORS)

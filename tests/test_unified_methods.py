@@ -205,3 +205,26 @@ def test_table3_is_printed_from_the_code_and_the_readme_matches_it():
     assert table3_markdown() in readme, (
         "README's Table 3 is stale: paste `paretorag methods --table --markdown`"
     )
+
+
+def test_g2cons_core_kg_path_extracts_from_the_core_chunks_only(tmp_path):
+    import math
+
+    llm = scripted_llm()
+    rag = RAG.open(tmp_path / "ix", embedder="hash:32", llm=llm, methods=["g2cons-core-kg"])
+    rag.index(documents())
+    core = sorted(rag.view.structure("concept_graph").arrays["core_rows"].tolist())
+    kappa = rag.view.structure("concept_graph").meta["core"]["kappa"]
+    assert len(core) == math.ceil(kappa * len(TEXTS)) < len(TEXTS)
+    extracted = [r for r in llm.requests if r.messages[-1].content.startswith("-Goal-")]
+    texts = {TEXTS[i][1] for i in core}
+    assert len(extracted) == len(core)  # one extraction per core chunk, none for the others
+    assert all(any(t in r.messages[-1].content for t in texts) for r in extracted)
+    tkg = rag.view.structure("core_tkg").meta
+    assert tkg["core_chunks"] == len(core)
+    r, items = rag.retrieve(BORN, "g2cons-core-kg")
+    assert r.branch == "concept+graphrag-local@core-kg" and 0 in r.scored.ids.tolist()
+    m = get_method("g2cons-core-kg")
+    assert m.requires == ("vectors", "concept_graph", "core_communities")
+    with pytest.raises(ConfigError, match="core_kg=True needs"):
+        _ = get_method("g2cons", second="vanilla", core_kg=True).requires
