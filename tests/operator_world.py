@@ -244,6 +244,7 @@ def prepared_state(question: str = QUESTION, options: QueryOptions | None = None
     state.put("entity", Scored(np.array([0, 1, 5]), np.array([0.9, 0.6, 0.3]), "entity"))
     state.put("relation", Scored(np.array([0, 4, 5]), np.array([0.8, 0.5, 0.4]), "relation"))
     state.put("subgraph", Scored(np.array([0, 4, 5]), np.array([1.0, 1.0, 0.5]), "subgraph"))
+    state.put("chunk", Scored(np.array([1, 0, 3]), np.array([0.9, 0.5, 0.2]), "chunk"))
     state.info["paths"] = [[0, 1, 4], [0, 5]]
     state.info["paths_graph"] = "kg"
     state.put("dense", Scored(np.array([0, 3, 1]), np.array([0.9, 0.7, 0.5]), "chunk"))

@@ -384,10 +384,23 @@ def operators(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 
 
 @app.command()
-def methods(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def methods(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    table: bool = typer.Option(
+        False, "--table", help="Print the unified framework's Table 3: operators per method, from the code."
+    ),
+    markdown: bool = typer.Option(False, "--markdown", help="With --table: print it as Markdown."),
+) -> None:
     """List every registered method with its steps, structures and LLM use."""
     from . import catalog
 
+    if table and markdown:
+        sys.stdout.write(catalog.table3_markdown())
+        return
+    if table:
+        cols = ["method", "graph", "question", *catalog.TABLE3_COLUMNS, "query_llm", "generation"]
+        _print_catalog(catalog.table3(), as_json, cols)
+        return
     rows = catalog.methods()
     for row in rows:
         steps = row.get("steps")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .answer import fit_to_window, generate
+from .answer import WINDOW_MARGIN, fit_to_window, generate
 from .context import pack
 from .diskerrors import disk_errors
 from .errors import (
@@ -26,6 +26,7 @@ from .errors import (
     QuestionError,
 )
 from .manifest import FILENAME, IndexConfig, Manifest
+from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
 from .providers.base import LLM, Embedder
 from .providers.embedders import make_embedder
@@ -280,7 +281,22 @@ class RAG(IndexSession):
         cites: list[Citation] = []
         evidence = retrieval.context_text
         warnings: list[str] = []
-        if not context_only:
+        if not context_only and retrieval.generation == "map-reduce":
+            window = getattr(self._base_llm(), "context_window", None)
+            batch = BATCH_TOKENS  # a map batch must fit the window with the prompt and the answer
+            if isinstance(window, int) and window > 0:
+                batch = max(64, min(batch, window - max_answer_tokens - 600 - WINDOW_MARGIN))
+            llm = self._llm_for(usage, "query.answer")
+            text, cites, _ = map_reduce(
+                llm,
+                question.strip(),
+                ctx,
+                self.tokenizer,
+                batch_tokens=batch,
+                reduce_tokens=batch,
+                max_tokens=max_answer_tokens,
+            )
+        elif not context_only:
             ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
                 self._base_llm(),
                 question.strip(),

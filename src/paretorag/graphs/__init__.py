@@ -19,6 +19,7 @@ _MODULES = (
     "paretorag.graphs.raptor",
     "paretorag.graphs.communities",
     "paretorag.graphs.bm25",
+    "paretorag.graphs.core_kg",
 )
 
 

@@ -23,6 +23,9 @@ _MODULES = (
     "paretorag.methods.hybrid",
     "paretorag.methods.g2cons",
     "paretorag.methods.e2graphrag",
+    "paretorag.methods.unified",
+    "paretorag.methods.graphrag",
+    "paretorag.methods.tog",
 )
 
 

@@ -7,7 +7,10 @@ ensemble (§3.2.1). The paper's second path is a knowledge graph built by MS-Gra
 the core chunks only ("core-KG", §3.2); here it is any registered method (``second``),
 by default ``vanilla`` restricted to the core chunks (``core_only=True``, the
 ``g2cons.core`` operator): the cheapest stand-in for "knowledge built from the
-top-kappa chunks".
+top-kappa chunks". With ``core_kg=True`` the second method (a KG method such as
+``graphrag-local`` or ``hipporag``) reads knowledge graphs built on the core chunks only
+(:mod:`paretorag.graphs.core_kg`): the paper's core-KG path, registered as the preset
+``g2cons-core-kg`` (GraphRAG local search on the core TKG).
 
 Table 4's ablations are settings of both methods, computed at query time from the
 stored ingredients (no re-indexing): A ``cooccurrence="sentence"``, B
@@ -41,6 +44,7 @@ from ..params import check_fraction, check_positive_int
 from ..query import IndexView, QueryOptions, Retrieval, State
 from ..types import Budget, ContextItem, Scored
 from .base import Method, get_method, register, register_preset
+from .pipeline import Pipeline
 
 _VARIANT = ("cooccurrence", "similarity_filter", "concept_vectors", "theta_sem", "theta_co")
 
@@ -141,6 +145,12 @@ class G2ConS(G2ConSConcept):
     ----------
     second : str
         Registered method of the second path (default ``"vanilla"``).
+    core_kg : bool
+        The paper's core-KG path (§3.2.1): the second method reads knowledge graphs built
+        on the core chunks only (``core_kg``, ``core_tkg``, ``core_rkg``,
+        ``core_communities``; :mod:`paretorag.graphs.core_kg`) instead of the full ones,
+        so the LLM extracts from kappa * n chunks. ``second`` must then be a method whose
+        steps read those graphs (``hipporag``, ``graphrag-local``, ``lightrag-hybrid``...).
     core_only : bool
         Keep only the second path's chunks that are core chunks (§3.2 Core Chunk
         Selection, ``g2cons.core``), emulating a structure built on the top-kappa chunks.
@@ -161,6 +171,7 @@ class G2ConS(G2ConSConcept):
         self,
         *,
         second: str = "vanilla",
+        core_kg: bool = False,
         core_only: bool = True,
         kappa: float | None = None,
         lam: float = 0.6,
@@ -189,6 +200,7 @@ class G2ConS(G2ConSConcept):
             ranking=ranking,
         )
         self.second = second
+        self.core_kg = core_kg
         self.core_only = core_only
         self.kappa = kappa
         self.lam = lam
@@ -196,7 +208,27 @@ class G2ConS(G2ConSConcept):
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*super().requires, *get_method(self.second).requires)))
+        return tuple(dict.fromkeys((*super().requires, *self._second_method().requires)))
+
+    def _second_method(self) -> Method:
+        """The second path's method; with ``core_kg``, its graphs are the core-chunk ones."""
+        method = get_method(self.second)
+        if not self.core_kg:
+            return method
+        from ..graphs.core_kg import CORE
+
+        steps = method.steps if isinstance(method, Pipeline) else []
+        graphs = {
+            f"{step}__graph": CORE[str(getattr(op, "graph", ""))]
+            for step, op in steps
+            if getattr(op, "graph", None) in CORE
+        }
+        if not graphs:
+            raise ConfigError(
+                f"g2cons: core_kg=True needs a second method whose steps read a knowledge graph "
+                f"(kg, tkg, rkg, communities), such as 'hipporag' or 'graphrag-local'; {self.second!r} reads none"
+            )
+        return method.set_params(**graphs)
 
     def _kappa(self, index: IndexView) -> float:
         if self.kappa is None:
@@ -204,7 +236,7 @@ class G2ConS(G2ConSConcept):
         return check_fraction(self, "kappa", self.kappa)
 
     def _second_path(self, index: IndexView, state: State, beta: int) -> list[ContextItem]:
-        method = get_method(self.second)
+        method = self._second_method()
         if isinstance(method, G2ConS):
             raise ConfigError(
                 f"g2cons: second={self.second!r} would recurse; name another method (e.g. 'vanilla')"
@@ -214,7 +246,7 @@ class G2ConS(G2ConSConcept):
         if k is None:
             per_chunk = max(1.0, float(np.median(n_tokens))) if len(n_tokens) else 1.0
             k = math.ceil(beta / per_chunk) + 1
-            if self.core_only:
+            if self.core_only and not self.core_kg:
                 k = math.ceil(k / max(0.05, self._kappa(index)))
         k = min(check_positive_int(self, "second_k", k), max(1, len(index.chunks)))
         sub = method.retrieve(index, state.question, QueryOptions(k=k, budget=Budget(beta)))
@@ -225,7 +257,7 @@ class G2ConS(G2ConSConcept):
                 index.chunk_item(int(r), float(s))
                 for r, s in zip(sub.scored.ids, sub.scored.scores, strict=True)
             ]
-        if self.core_only:
+        if self.core_only and not self.core_kg:  # a core KG holds nothing else
             variant = {key: getattr(self, key) for key in _VARIANT}
             core = CoreChunks(kappa=self._kappa(index), **variant)(index, state).ids
             mask = np.zeros(len(index.chunks), dtype=bool)
@@ -270,7 +302,8 @@ class G2ConS(G2ConSConcept):
         state.info.update(
             {path: sum(p.path == path for p in picks) for path in ("both", "second", "concept")}
         )
-        state.mode, state.branch = "dual", f"concept+{self.second}{'@core' if self.core_only else ''}"
+        core = "@core-kg" if self.core_kg else "@core" if self.core_only else ""
+        state.mode, state.branch = "dual", f"concept+{self.second}{core}"
         return state.retrieval()
 
 
@@ -281,6 +314,12 @@ register_preset(
     ranking="hybrid",
     second="hybrid",
 )
-
+register_preset(
+    "g2cons-core-kg",
+    G2ConS,
+    "G2ConS with its core-KG path: concept path + GraphRAG local search on a TKG of the core chunks (§3.2.1)",
+    second="graphrag-local",
+    core_kg=True,
+)
 
 __all__ = ["G2ConS", "G2ConSConcept"]

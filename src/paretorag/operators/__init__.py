@@ -20,6 +20,7 @@ _MODULES = (
     "paretorag.operators.chunk",
     "paretorag.operators.subgraph",
     "paretorag.operators.community",
+    "paretorag.operators.context",
     "paretorag.operators.e2graphrag",
     "paretorag.operators.e2graphrag_evidence",
     "paretorag.operators.concepts",
