@@ -22,6 +22,8 @@ alone, for methods that route or fuse it (EA-GraphRAG §3.4.3).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..operators.hipporag2 import ChunkPPR, NodeFacts, RelationFacts, RelationRecognition
 from ..query import IndexView, QueryOptions, State
 from ..types import Scored
@@ -32,7 +34,7 @@ from .pipeline import Pipeline, Steps
 # (0.05 x every passage's dense score) lets the noisy spaCy-fact seeds lead and loses 7-12
 # points R@5 to dense retrieval; a restart vector made of the 10 best dense passages (the
 # fact seeds only break ties) spreads over the title links without losing to dense.
-OFFLINE_PPR = {"k": 5, "passage_node_weight": 1000.0, "prior_top": 10}
+OFFLINE_PPR: dict[str, Any] = {"k": 5, "passage_node_weight": 1000.0, "prior_top": 10}
 PAPER = "ea-graphrag §3.1, §3.4.2, Algorithm 1 lines 4-9; HippoRAG 2 (Gutiérrez et al. 2025)"
 
 

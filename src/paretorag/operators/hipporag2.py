@@ -29,7 +29,14 @@ from ..errors import ConfigError
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
 from ..types import Scored
-from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
+from .base import (
+    Operator,
+    check_fraction,
+    check_nonneg_int,
+    check_positive_int,
+    load_graph,
+    register_operator,
+)
 from .common import check_k, choose, edges_of, generative_llm, seed_vector, seeds
 
 if TYPE_CHECKING:
@@ -191,6 +198,9 @@ class ChunkPPR(Operator):
         Weight of the dense passage prior in the restart vector (HippoRAG 2: 0.05).
     prior_top : int, optional
         Only the ``prior_top`` best dense passages get a prior (HippoRAG 2: all, ``None``).
+    keep_dense : int
+        The ``keep_dense`` best dense passages come first, in dense order, and PPR ranks
+        the rest (HippoRAG 2: 0).
     fallback : {"dense", "none"}
         What to return when there is no seed entity.
     source : str
@@ -212,6 +222,7 @@ class ChunkPPR(Operator):
         damping: float = 0.5,
         passage_node_weight: float = 0.05,
         prior_top: int | None = None,
+        keep_dense: int = 0,
         fallback: str = "dense",
         source: str = "entity",
     ) -> None:
@@ -220,6 +231,7 @@ class ChunkPPR(Operator):
         self.damping = damping
         self.passage_node_weight = passage_node_weight
         self.prior_top = prior_top
+        self.keep_dense = keep_dense
         self.fallback = fallback
         self.source = source
 
@@ -232,6 +244,7 @@ class ChunkPPR(Operator):
                 f"ChunkPPR.passage_node_weight must be a number >= 0 (HippoRAG 2: 0.05), got {w!r}"
             )
         top = check_k(self, "prior_top", self.prior_top)
+        keep = check_nonneg_int(self, "keep_dense", self.keep_dense)
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"ChunkPPR.fallback must be one of {FALLBACKS}, got {self.fallback!r}")
         graph = load_graph(index, self.graph)
@@ -242,8 +255,8 @@ class ChunkPPR(Operator):
                 return Scored.empty("chunk")
             return index.dense_search(state.vector(index), k)
         passage = np.zeros(n_chunks)
+        dense = index.dense_search(state.vector(index), n_chunks) if w > 0 or keep else Scored.empty()
         if w > 0:
-            dense = index.dense_search(state.vector(index), n_chunks)
             prior = min_max(dense.scores) * float(w)
             if top is not None:
                 prior[top:] = 0.0  # ids are best first
@@ -251,6 +264,10 @@ class ChunkPPR(Operator):
         t = index.cached(f"transition:passages:{self.graph}", lambda: passage_transition(graph))
         r = pagerank(None, damping=damping, personalization=np.r_[entity, passage], transition_t=t)
         scores = r[n:]
+        if keep:
+            # the best dense passages first, above every PPR score, in dense order
+            kept = dense.ids[: min(keep, k)]
+            scores[kept] = float(scores.max()) + np.arange(kept.size, 0, -1, dtype=np.float64)
         rows = np.flatnonzero(scores > 0)
         return top_k(scores[rows], k, "chunk", rows=rows)
 
