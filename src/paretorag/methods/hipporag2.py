@@ -14,8 +14,8 @@ min-max normalized dense score times 0.05. ``hipporag2`` (the default, tuned for
 LLM-free spaCy facts on the train splits, see ``OFFLINE_PPR``) restarts from the 10 best
 dense passages with a weight that leaves the fact seeds as tie-breakers.
 ``hipporag2-rerank`` is ``hipporag2-paper`` plus HippoRAG 2's LLM fact filter
-(``relation.recognition``) after ``facts``; it needs a generative LLM (one call per
-question). Without one, the facts come
+(``relation.recognition``) after ``facts``: one call per question with a generative LLM;
+with the extractive backend the filter passes the facts through (no call). Without one, the facts come
 from spaCy and retrieval makes no LLM call. ``graph_path`` returns the passage ranking
 alone, for methods that route or fuse it (EA-GraphRAG §3.4.3).
 """
@@ -71,7 +71,7 @@ class HippoRAG2Paper(HippoRAG2):
 
 @register
 class HippoRAG2Rerank(HippoRAG2):
-    """HippoRAG 2 with its LLM fact filter (recognition memory); needs a generative LLM."""
+    """HippoRAG 2 with its LLM fact filter (recognition memory), run when the LLM is generative."""
 
     name = "hipporag2-rerank"
 

@@ -7,7 +7,8 @@ operator          what it does                                                 A
 ================  ===========================================================  ==========
 relation.facts    fact scores ``<M(q), M(f)>``, min-max normalized; top-k      4, 5
 relation.recognition  the facts an LLM keeps as relevant (HippoRAG 2's         5
-                  recognition memory; generative LLM only)
+                  recognition memory; passes the facts through without a
+                  generative LLM)
 node.facts        entity weight = fact score / the entity's passage count;     6, 7
                   top-k' seed entities
 chunk.ppr         PPR over phrase + passage nodes from the seeds and the       8, 9
@@ -28,6 +29,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
+from ..providers.base import is_generative
 from ..types import Scored
 from .base import (
     Operator,
@@ -37,7 +39,7 @@ from .base import (
     load_graph,
     register_operator,
 )
-from .common import check_k, choose, edges_of, generative_llm, seed_vector, seeds
+from .common import check_k, choose, edges_of, seed_vector, seeds
 
 if TYPE_CHECKING:
     from ..graph import Graph
@@ -115,7 +117,10 @@ class RelationRecognition(Operator):
         cand = seeds(state, self.source, len(e), "relation").sorted()
         if not len(cand):
             return Scored.empty("relation")
-        llm = generative_llm(index, self)
+        llm = index.llm(f"query.{self.name}")
+        if not is_generative(llm):
+            state.info["fact_filter"] = "skipped: the LLM is not generative"
+            return cand.top(k)
         texts = [e.text(int(j), graph.names) for j in cand.ids]
         kept = choose(llm, state.question, "facts", texts, k)
         return Scored(cand.ids[kept], cand.scores[kept], "relation").sorted()
