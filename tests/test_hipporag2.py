@@ -26,6 +26,7 @@ from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.query import State
 from paretorag.store import ChunkTable
+from paretorag.structures import graph_from_structure
 from paretorag.types import Chunk, Scored
 
 from .builders_util import CORPUS, Ctx, round_trip, table
@@ -279,6 +280,22 @@ def test_recognition_keeps_the_facts_the_llm_names() -> None:
     assert out.ids.tolist() == [0, 4] and offline.usage.llm_calls == 0 and "fact_filter" in state.info
 
 
+def test_question_mentions_add_seeds() -> None:
+    index = StubIndex()
+    index.structures["fact_graph"] = get_builder("fact_graph", nodes="facts").build(CacheCtx(table()))  # type: ignore[arg-type]
+    g = graph_from_structure(index.structures["fact_graph"])
+    state = State("Who directed the film Jaws with Steven Spielberg?")
+    state.put("entity", Scored(np.array([g.ids["hawaii"]]), np.array([0.5]), "entity"))
+    out = get_operator("node.mentions", weight=3.0)(index, state)
+    got = dict(zip(out.ids.tolist(), out.scores.tolist(), strict=True))
+    spielberg = g.ids["steven spielberg"]
+    count = g.node_chunks[spielberg].nnz
+    assert got[spielberg] == pytest.approx(3.0 / count)
+    assert got[g.ids["hawaii"]] == pytest.approx(0.5)  # earlier seeds are kept
+    with pytest.raises(ConfigError, match="weight"):
+        get_operator("node.mentions", weight=-1.0)(index, state)
+
+
 # -- the method ----------------------------------------------------------------------------------
 
 
@@ -353,7 +370,6 @@ def test_graph_path_finds_the_bridge_passage(minilm: Any, tmp_path: Path) -> Non
         for method in ("vanilla", "hipporag2", "hipporag2-paper"):
             r, _ = rag.retrieve(question, method=method, k=2)
             found[method] = set(r.scored.ids.tolist())
-    # HippoRAG 2's restart (fact seeds lead) follows the bridge; dense retrieval misses it, and so
-    # does the offline default, whose restart is the dense top 10 (the README's measured trade-off)
-    assert found["hipporag2-paper"] == {0, 1}
-    assert found["vanilla"] == found["hipporag2"] != {0, 1}
+    # the graph path follows the bridge; dense retrieval misses it
+    assert found["hipporag2-paper"] == found["hipporag2"] == {0, 1}
+    assert found["vanilla"] != {0, 1}

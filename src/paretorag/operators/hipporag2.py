@@ -278,3 +278,43 @@ class ChunkPPR(Operator):
 
 
 __all__ = ["ChunkPPR", "NodeFacts", "RelationFacts", "RelationRecognition", "min_max", "passage_transition"]
+
+
+@register_operator
+class NodeMentions(Operator):
+    """Seed entities named in the question itself, added to the fact seeds (offline variant).
+
+    The question's named entities and noun phrases (spaCy, as the offline facts) that are
+    phrase nodes of the graph by exact normalized name get weight ``weight`` / their
+    passage count; seeds already in the ``source`` result keep the larger weight. Not in
+    HippoRAG 2: an LLM-free way to seed the walk where spaCy facts match poorly.
+    """
+
+    name = "node.mentions"
+    kind = "node"
+    produces = "entity"
+    consumes = ("entity",)
+    paper = "ea-graphrag §3.4.2 (seed entities); offline variant, not in HippoRAG 2"
+
+    def __init__(self, *, graph: str = "fact_graph", weight: float = 1.0, source: str = "entity") -> None:
+        self.graph = graph
+        self.weight = weight
+        self.source = source
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        from ..providers.nlp_kg import extract_kg, kg_name
+
+        w = self.weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w) or w < 0:
+            raise ConfigError(f"NodeMentions.weight must be a number >= 0, got {w!r}")
+        graph = load_graph(index, self.graph)
+        score = np.clip(seed_vector(state, self.source, graph.n_nodes, "entity"), 0.0, None)
+        ex = extract_kg([state.question])[0]
+        names = {kg_name(n) for n, _, _ in ex.entities} | {kg_name(n) for n, _ in ex.nouns}
+        rows = [graph.ids[n] for n in sorted(names) if n in graph.ids]
+        if rows:
+            count = index.cached(f"passage_counts:{self.graph}", lambda: passage_counts(graph))
+            r = np.asarray(rows, dtype=np.int64)
+            score[r] = np.maximum(score[r], float(w) / np.maximum(count[r], 1.0))
+        keep = np.flatnonzero(score > 0)
+        return top_k(score[keep], keep.size, "entity", rows=keep)
