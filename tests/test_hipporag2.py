@@ -251,6 +251,22 @@ def test_passage_ppr_matches_networkx(weight: float) -> None:
     assert np.allclose(got, ref, atol=1e-6)
 
 
+def test_passage_ppr_prior_top_and_keep_dense() -> None:
+    index = StubIndex()
+    seeds = Scored(np.array([6]), np.array([0.1]), "entity")
+    dense = index.dense_search(index.embed_query("Where was Marie Curie born?"), N_CHUNKS)
+    out = get_operator("chunk.ppr", k=N_CHUNKS, passage_node_weight=1.0, prior_top=1)(
+        index, _state(index, entity=seeds)
+    )
+    prior = np.zeros(N_CHUNKS)
+    prior[dense.ids[0]] = 1.0  # min-max: the best passage scores 1, the others get no prior
+    got = np.zeros(N_CHUNKS)
+    got[out.ids] = out.scores
+    assert np.allclose(got, _reference_ppr({6: 0.1}, prior, 0.5), atol=1e-6)
+    kept = get_operator("chunk.ppr", k=4, keep_dense=2)(index, _state(index, entity=seeds))
+    assert kept.ids[:2].tolist() == dense.ids[:2].tolist() and len(kept) == 4
+
+
 def test_passage_ppr_falls_back_to_dense_without_seeds() -> None:
     index = StubIndex()
     empty = Scored.empty("entity")
