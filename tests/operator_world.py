@@ -174,6 +174,7 @@ def structures() -> dict[str, StructureData]:
         "passage_graph": passage_graph(),
         "raptor_tree": graph_to_structure(raptor_tree()),
         "bm25": build_bm25(TEXTS),
+        "fact_graph": graph_to_structure(knowledge_graph()),  # HippoRAG 2's: facts + occurrence
     }
 
 

@@ -20,6 +20,7 @@ _MODULES = (
     "paretorag.graphs.communities",
     "paretorag.graphs.bm25",
     "paretorag.graphs.core_kg",
+    "paretorag.graphs.fact_graph",
 )
 
 

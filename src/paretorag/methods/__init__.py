@@ -26,6 +26,7 @@ _MODULES = (
     "paretorag.methods.unified",
     "paretorag.methods.graphrag",
     "paretorag.methods.tog",
+    "paretorag.methods.hipporag2",
 )
 
 

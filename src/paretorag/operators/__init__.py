@@ -24,6 +24,7 @@ _MODULES = (
     "paretorag.operators.e2graphrag",
     "paretorag.operators.e2graphrag_evidence",
     "paretorag.operators.concepts",
+    "paretorag.operators.hipporag2",
 )
 
 
