@@ -18,7 +18,12 @@ from .base import (
 from .pipeline import Pipeline
 
 # Modules that register methods (and the builders they need). Add new ones here.
-_MODULES = ("paretorag.methods.dense", "paretorag.methods.g2cons", "paretorag.methods.e2graphrag")
+_MODULES = (
+    "paretorag.methods.dense",
+    "paretorag.methods.g2cons",
+    "paretorag.methods.e2graphrag",
+    "paretorag.methods.ea_graphrag",
+)
 
 
 def _load_all() -> None:
