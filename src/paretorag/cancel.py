@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from .progress import Progress, ProgressTask
-from .providers.base import LLM, Completion, Request
+from .providers.base import LLM, Completion, Request, is_generative
 
 
 class Cancelled(BaseException):
@@ -56,6 +56,7 @@ class CancellableLLM:
         self.inner = inner
         self.name = inner.name
         self.max_concurrency = int(getattr(inner, "max_concurrency", 1))
+        self.generative = is_generative(inner)  # builders with an LLM-free path read it
         self._event = event
 
     def complete(self, request: Request) -> Completion:

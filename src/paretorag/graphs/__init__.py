@@ -18,6 +18,7 @@ _MODULES = (
     "paretorag.graphs.passages",
     "paretorag.graphs.raptor",
     "paretorag.graphs.communities",
+    "paretorag.graphs.fact_graph",
 )
 
 

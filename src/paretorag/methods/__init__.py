@@ -22,6 +22,7 @@ _MODULES = (
     "paretorag.methods.dense",
     "paretorag.methods.g2cons",
     "paretorag.methods.e2graphrag",
+    "paretorag.methods.hipporag2",
     "paretorag.methods.ea_graphrag",
 )
 

@@ -1,0 +1,71 @@
+"""``hipporag2``: EA-GraphRAG's graph path, as HippoRAG 2 retrieves (EA-GraphRAG §3.4.2, Algorithm 1 lines 4-9).
+
+Steps over the ``fact_graph`` structure (:mod:`paretorag.graphs.fact_graph`):
+
+1. ``facts``: the top-5 facts by similarity to the question (``relation.facts``);
+2. ``seeds``: entity weights = fact score / the entity's passage count, top-5 seeds
+   (``node.facts``);
+3. ``ppr``: personalized PageRank (damping 0.5) from the seeds and the dense passage prior
+   (weight 0.05), passages ranked by their PPR score; dense retrieval when no fact
+   matches (``chunk.ppr``).
+
+``hipporag2-rerank`` adds HippoRAG 2's LLM fact filter (``relation.recognition``) after
+``facts``; it needs a generative LLM (one call per question). Without one, the facts come
+from spaCy and retrieval makes no LLM call. ``graph_path`` returns the passage ranking
+alone, for methods that route or fuse it (EA-GraphRAG §3.4.3).
+"""
+
+from __future__ import annotations
+
+from ..operators.hipporag2 import ChunkPPR, NodeFacts, RelationFacts, RelationRecognition
+from ..query import IndexView, QueryOptions, State
+from ..types import Scored
+from .base import register
+from .pipeline import Pipeline, Steps
+
+PAPER = "ea-graphrag §3.1, §3.4.2, Algorithm 1 lines 4-9; HippoRAG 2 (Gutiérrez et al. 2025)"
+
+
+@register
+class HippoRAG2(Pipeline):
+    """EA-GraphRAG's graph path (HippoRAG 2): fact retrieval, seed entities, PPR with a dense prior.
+
+    Settings are the steps' (``facts__k``, ``seeds__k``, ``ppr__damping``,
+    ``ppr__passage_node_weight``...), as in scikit-learn's ``Pipeline``.
+    """
+
+    name = "hipporag2"
+    paper = PAPER
+    mode = "graph"
+
+    def default_steps(self) -> Steps:
+        return [("facts", RelationFacts(k=5)), ("seeds", NodeFacts(k=5)), ("ppr", ChunkPPR(k=5))]
+
+    def _branch(self, state: State) -> str:
+        if not len(state.get("entity")):
+            return "dense fallback (no fact matched)"
+        return f"PPR from {len(state.get('entity'))} seed entities"
+
+
+@register
+class HippoRAG2Rerank(HippoRAG2):
+    """HippoRAG 2 with its LLM fact filter (recognition memory); needs a generative LLM."""
+
+    name = "hipporag2-rerank"
+
+    def default_steps(self) -> Steps:
+        return [
+            ("facts", RelationFacts(k=5)),
+            ("rerank", RelationRecognition(k=5)),
+            ("seeds", NodeFacts(k=5)),
+            ("ppr", ChunkPPR(k=5)),
+        ]
+
+
+def graph_path(index: IndexView, question: str, k: int = 5, method: HippoRAG2 | None = None) -> Scored:
+    """The graph path's passage ranking (chunk rows, best first) for ``question``."""
+    m = method if method is not None else HippoRAG2()
+    return m.run(index, State(question, QueryOptions(k=k))).get("chunk")
+
+
+__all__ = ["HippoRAG2", "HippoRAG2Rerank", "graph_path"]
