@@ -63,13 +63,13 @@ class Complexity(Operator):
 class WeightedRRF(Operator):
     """Complexity-aware weighted RRF of two chunk rankings (EA-GraphRAG §3.4.3, Eq. 8-9).
 
-    Reads the chunk rankings stored under ``dense`` and ``graph`` (step names) and the
+    Reads the chunk rankings stored under ``dense_result`` and ``graph_result`` and the
     weight ``s(q)`` from ``weight`` or, when it is ``None``, from the ``complexity``
     result; dense gets ``1 - s(q)``, graph ``s(q)``.
 
     Parameters
     ----------
-    dense, graph : str
+    dense_result, graph_result : str
         Result keys of the two rankings (``"dense"``, ``"graph"``).
     weight : float, optional
         A fixed graph weight in [0, 1]; ``None`` reads ``s(q)``.
@@ -88,14 +88,14 @@ class WeightedRRF(Operator):
     def __init__(
         self,
         *,
-        dense: str = "dense",
-        graph: str = "graph",
+        dense_result: str = "dense",
+        graph_result: str = "graph",
         weight: float | None = None,
         rrf_k: int = RRF_K,
         k: int = 5,
     ) -> None:
-        self.dense = dense
-        self.graph = graph
+        self.dense_result = dense_result
+        self.graph_result = graph_result
         self.weight = weight
         self.rrf_k = rrf_k
         self.k = k
@@ -110,7 +110,7 @@ class WeightedRRF(Operator):
             s = float(complexity.scores[0])
         else:
             s = check_fraction(self, "weight", self.weight)
-        dense, graph = state.get(self.dense), state.get(self.graph)
+        dense, graph = state.get(self.dense_result), state.get(self.graph_result)
         fused = rrf([dense, graph], weights=[1.0 - s, s], k=rrf_k)
         return Scored(fused.ids[:k], fused.scores[:k], "chunk")
 

@@ -167,6 +167,7 @@ def fit(
     import torch
 
     s = settings or FitSettings()
+    torch.set_num_threads(1)  # a small MLP: one thread is as fast and spares the other cores
     torch.manual_seed(s.seed)
     gen = torch.Generator().manual_seed(s.seed)
     xt = torch.as_tensor(np.asarray(x_train, dtype=np.float32))
