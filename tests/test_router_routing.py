@@ -92,3 +92,15 @@ def test_subset_slices() -> None:
     assert str(SubsetSpec.parse("popqa[:200]")) == "popqa[:200]"
     with pytest.raises(ConfigError, match="NAME"):
         SubsetSpec.parse("popqa[1:2")
+
+
+def test_mutual_information_picks_the_informative_features() -> None:
+    from paretorag.router.train import discretize, select_features
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 6))
+    y = (x[:, 4] > 0.2).astype(np.int64)
+    x[:, 1] = 3.0  # constant: no information
+    cols, mi = select_features(x, y, 2, seed=0)
+    assert int(np.argmax(mi)) == 4 and 4 in cols and 1 not in cols and mi[1] == 0.0
+    assert discretize(x).max() <= 7 and len(set(discretize(x)[:, 1].tolist())) == 1

@@ -16,8 +16,8 @@ Steps (:func:`train_router`):
    question is a training case when the two methods differ: ``y = 1`` when the graph
    method's ``z`` is higher, ``y = 0`` when dense's is; ties are left out. With a binary
    metric (``recall_all@5``) this is exactly the paper's ``z_rag XOR z_gr``.
-4. **Select features** by mutual information with ``y`` (scikit-learn's
-   ``mutual_info_classif``, seeded), keep the top ``n_features`` (85, §3.2.5), and
+4. **Select features** by mutual information with ``y`` (on quantile-discretized
+   features, :func:`select_features`), keep the top ``n_features`` (85, §3.2.5), and
    z-score them with the training mean and standard deviation.
 5. **Fit the adapter** (:func:`paretorag.router.adapter.fit`), early stopping on the
    validation disagreement cases.
@@ -253,15 +253,28 @@ def split(cases: list[Case], val_fraction: float, seed: int) -> None:
             group[int(i)].val = True
 
 
+def discretize(x: np.ndarray, bins: int = 8) -> np.ndarray:
+    """Each column cut at its own quantiles into at most ``bins`` levels (for discrete MI)."""
+    out = np.zeros(x.shape, dtype=np.int64)
+    for j in range(x.shape[1]):
+        edges = np.unique(np.quantile(x[:, j], np.linspace(0, 1, bins + 1)[1:-1]))
+        out[:, j] = np.searchsorted(edges, x[:, j], side="right")
+    return out
+
+
 def select_features(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[list[int], np.ndarray]:
-    """Top-``n`` columns by mutual information with ``y`` (§3.2.5), and every column's MI."""
+    """Top-``n`` columns by mutual information with ``y`` (§3.2.5), and every column's MI.
+
+    MI is computed on quantile-discretized features (scikit-learn's
+    ``mutual_info_classif`` with discrete features), which stays defined for the few
+    disagreement cases a small training set gives; ties keep the featurizer's order.
+    """
     from sklearn.feature_selection import mutual_info_classif
 
     if len(set(y.tolist())) < 2:
         mi = np.zeros(x.shape[1])
     else:
-        n_neighbors = max(1, min(3, int(np.bincount(y).min()) - 1))
-        mi = mutual_info_classif(x, y, n_neighbors=n_neighbors, random_state=seed)
+        mi = mutual_info_classif(discretize(x), y, discrete_features=True, random_state=seed)
     order = np.lexsort((np.arange(x.shape[1]), -mi))
     return sorted(int(i) for i in order[: min(n, x.shape[1])]), mi
 
