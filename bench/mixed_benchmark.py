@@ -56,7 +56,9 @@ def main() -> None:
     root = Path(args.folder)
     runs = {p.parent.name: json.loads(p.read_text()) for p in sorted(root.glob("*/results.json"))}
     subsets = [s for s in ORDER if s in runs] + [s for s in runs if s not in ORDER]
-    methods = [m for m in runs[subsets[0]]["config"]["methods"] if all(m in runs[s]["questions"] for s in subsets)]
+    methods = [
+        m for m in runs[subsets[0]]["config"]["methods"] if all(m in runs[s]["questions"] for s in subsets)
+    ]
     ks = runs[subsets[0]]["config"]["ks"]
     table: dict[str, dict[str, Any]] = {}
     for m in methods:
@@ -78,7 +80,9 @@ def main() -> None:
     for m in methods:
         mix = table[m]["mix"]
         routes = ", ".join(f"{k} {v}" for k, v in mix["routes"].items())
-        print(f"| `{m}` | {mix['questions']} | {mix['latency_mean_ms']} | {mix['latency_p50_ms']} | {routes} |")
+        print(
+            f"| `{m}` | {mix['questions']} | {mix['latency_mean_ms']} | {mix['latency_p50_ms']} | {routes} |"
+        )
     print("\n" + json.dumps({m: table[m]["mix"] for m in methods}))
 
 

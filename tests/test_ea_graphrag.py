@@ -28,8 +28,12 @@ COMPLEX = "In which year was the director of the film Night Train born, and wher
 def _corpus() -> list[tuple[str, str, str]]:
     rows = []
     for i, (p, c, f) in enumerate(zip(PEOPLE, CITIES, FILMS, strict=True)):
-        rows.append((f"p{i}", p, f"{p} is a film director born in {c} in {1950 + i}. {p} studied painting in {c}."))
-        rows.append((f"f{i}", f, f"{f} is a {1980 + i} drama film directed by {p}. It was shot near {CITIES[i - 1]}."))
+        rows.append(
+            (f"p{i}", p, f"{p} is a film director born in {c} in {1950 + i}. {p} studied painting in {c}.")
+        )
+        rows.append(
+            (f"f{i}", f, f"{f} is a {1980 + i} drama film directed by {p}. It was shot near {CITIES[i - 1]}.")
+        )
     return rows
 
 
@@ -78,7 +82,9 @@ def test_routes_and_their_retrievals(rag: RAG) -> None:
         dense, _ = rag.retrieve(q, "vanilla", k=5)
         graph, _ = rag.retrieve(q, "hipporag2", k=5)
         # the ablations are the single paths, exactly
-        assert rag.retrieve(q, "ea-graphrag-dense-only", k=5)[0].scored.ids.tolist() == dense.scored.ids.tolist()
+        assert (
+            rag.retrieve(q, "ea-graphrag-dense-only", k=5)[0].scored.ids.tolist() == dense.scored.ids.tolist()
+        )
         only_graph = rag.retrieve(q, "ea-graphrag-graph-only", k=5)[0]
         assert only_graph.scored.ids.tolist() == graph.scored.ids.tolist() and only_graph.mode == "graph"
         # the fusion route is weighted RRF with weights 1 - s(q) and s(q), k = 60
@@ -112,12 +118,18 @@ def test_cli_query_reports_the_route(tmp_path: Path) -> None:
     for i, t, x in _corpus():
         (src / f"{i}.md").write_text(f"# {t}\n\n{x}\n")
     ix = str(tmp_path / "ix")
-    r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash", "--methods", "ea-graphrag"])
+    r = runner.invoke(
+        app, ["index", str(src), "--index", ix, "--embedder", "hash", "--methods", "ea-graphrag"]
+    )
     assert r.exit_code == 0, r.output
-    r = runner.invoke(app, ["query", COMPLEX, "--index", ix, "--method", "ea-graphrag", "--json", "--context-only"])
+    r = runner.invoke(
+        app, ["query", COMPLEX, "--index", ix, "--method", "ea-graphrag", "--json", "--context-only"]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["method"] == "ea-graphrag" and data["mode"] in ("dense", "graph", "fusion") and data["contexts"]
+    assert (
+        data["method"] == "ea-graphrag" and data["mode"] in ("dense", "graph", "fusion") and data["contexts"]
+    )
 
 
 @pytest.mark.slow
@@ -136,7 +148,9 @@ def test_train_router_cli_end_to_end_then_eval(tmp_path: Path) -> None:
     router = Router.load(out)
     assert 0.0 <= router.tau_low <= router.tau_high <= 1.0
     # a second run reuses the evaluations and writes the same router
-    r = runner.invoke(app, [*args[:-4], "--out", str(tmp_path / "again"), "--epochs", "20", "--val-fraction", "0.34"])
+    r = runner.invoke(
+        app, [*args[:-4], "--out", str(tmp_path / "again"), "--epochs", "20", "--val-fraction", "0.34"]
+    )
     assert r.exit_code == 0 and "reusing" in r.output
     again = Router.load(tmp_path / "again")
     assert all(np.array_equal(again.adapter.weights[k], v) for k, v in router.adapter.weights.items())
@@ -153,4 +167,6 @@ def test_train_router_cli_end_to_end_then_eval(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "eval" / "results.json").read_text())
     modes = res["methods"]["ea-graphrag-graph-only"]["modes"]
     assert sum(modes.values()) == 12 and all(m.startswith("graph/") for m in modes)
-    assert all(m.split("/")[0] in ("dense", "graph", "fusion") for m in res["methods"]["ea-graphrag"]["modes"])
+    assert all(
+        m.split("/")[0] in ("dense", "graph", "fusion") for m in res["methods"]["ea-graphrag"]["modes"]
+    )

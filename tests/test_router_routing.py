@@ -15,7 +15,15 @@ from paretorag.types import Scored
 
 @pytest.mark.parametrize(
     ("score", "route"),
-    [(0.0, "dense"), (0.299, "dense"), (0.3, "fusion"), (0.5, "fusion"), (0.699, "fusion"), (0.7, "graph"), (1.0, "graph")],
+    [
+        (0.0, "dense"),
+        (0.299, "dense"),
+        (0.3, "fusion"),
+        (0.5, "fusion"),
+        (0.699, "fusion"),
+        (0.7, "graph"),
+        (1.0, "graph"),
+    ],
 )
 def test_thresholds_pick_the_path(score: float, route: str) -> None:
     assert route_for(score, 0.3, 0.7) == route  # s < tau_L dense, s >= tau_H graph, fusion between

@@ -107,7 +107,11 @@ class EAGraphRAG(Method):
         router = load_router(self.router)
         lo = router.tau_low if self.tau_low is None else check_fraction(self, "tau_low", self.tau_low)
         hi = router.tau_high if self.tau_high is None else check_fraction(self, "tau_high", self.tau_high)
-        single = router.tau_single if self.tau_single is None else check_fraction(self, "tau_single", self.tau_single)
+        single = (
+            router.tau_single
+            if self.tau_single is None
+            else check_fraction(self, "tau_single", self.tau_single)
+        )
         if lo > hi:
             raise ConfigError(f"ea-graphrag: tau_low ({lo}) must not exceed tau_high ({hi})")
         return route_for(score, lo, hi, fusion=bool(self.fusion), tau_single=single)

@@ -106,7 +106,9 @@ class WeightedRRF(Operator):
         if self.weight is None:
             complexity = state.get(COMPLEXITY)
             if len(complexity) != 1:
-                raise ConfigError("the complexity result must hold one score; run ea-graphrag.complexity first")
+                raise ConfigError(
+                    "the complexity result must hold one score; run ea-graphrag.complexity first"
+                )
             s = float(complexity.scores[0])
         else:
             s = check_fraction(self, "weight", self.weight)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,9 @@ class Adapter:
     def load(cls, folder: Path, hidden: Sequence[int] = HIDDEN) -> Adapter:
         from safetensors.numpy import load_file
 
-        return cls({k: np.asarray(v) for k, v in load_file(str(folder / WEIGHTS_FILE)).items()}, tuple(hidden))
+        return cls(
+            {k: np.asarray(v) for k, v in load_file(str(folder / WEIGHTS_FILE)).items()}, tuple(hidden)
+        )
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def _module(d: int, hidden: Sequence[int], dropout: float) -> Any:
             super().__init__()
             self.attn = nn.Linear(d, d)
             dims = [d, *hidden]
-            self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True))
+            self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
             self.blocks = nn.ModuleList(nn.Linear(b, b) for b in hidden)
             self.out_attn = nn.Linear(hidden[-1], hidden[-1])
             self.head = nn.Linear(hidden[-1], 1)
@@ -221,7 +224,9 @@ def fit(
     return Adapter(weights, tuple(s.hidden)), log
 
 
-def torch_logits(weights: Mapping[str, np.ndarray], x: np.ndarray, hidden: Sequence[int] = HIDDEN) -> np.ndarray:
+def torch_logits(
+    weights: Mapping[str, np.ndarray], x: np.ndarray, hidden: Sequence[int] = HIDDEN
+) -> np.ndarray:
     """Logits from the torch module with ``weights`` (eval mode): the reference for the numpy pass."""
     import torch
 

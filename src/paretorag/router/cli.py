@@ -11,28 +11,38 @@ from ..errors import ParetoragError
 
 
 def train_router_command(
-    data: Path = typer.Option(..., "--data", help="Benchmark folder (shared/data) or a generic JSONL folder."),
+    data: Path = typer.Option(
+        ..., "--data", help="Benchmark folder (shared/data) or a generic JSONL folder."
+    ),
     subsets: str = typer.Option(
         ...,
         "--subsets",
         help="Training subsets, comma-separated; NAME[START:STOP] keeps some questions, e.g. popqa[400:].",
     ),
-    out: Path = typer.Option(..., "--out", help="Router folder to write (router.json + weights.safetensors)."),
+    out: Path = typer.Option(
+        ..., "--out", help="Router folder to write (router.json + weights.safetensors)."
+    ),
     dense_method: str = typer.Option("vanilla", "--dense-method", help="Registered dense method."),
     graph_method: str = typer.Option("hipporag2", "--graph-method", help="Registered graph method."),
     work: Path = typer.Option(
         Path(".eval-cache/router-work"), "--work", help="Where per-subset eval results go (reused)."
     ),
     cache: Path | None = typer.Option(None, "--cache", help="Index cache folder (default: <work>/cache)."),
-    embedder: str | None = typer.Option(None, "--embedder", help="Embedder spec (default MiniLM; 'hash' for tests)."),
+    embedder: str | None = typer.Option(
+        None, "--embedder", help="Embedder spec (default MiniLM; 'hash' for tests)."
+    ),
     titles: bool = typer.Option(True, "--titles/--no-titles", help="Embed passages with their titles."),
     label_metric: str = typer.Option(
-        "recall@5", "--label-metric", help="Per-question quality deciding who wins (questions without gold: context_recall@5)."
+        "recall@5",
+        "--label-metric",
+        help="Per-question quality deciding who wins (questions without gold: context_recall@5).",
     ),
     n_features: int = typer.Option(85, "--features", help="Features kept by mutual information (85)."),
     val_fraction: float = typer.Option(0.25, "--val-fraction", help="Share of each subset for validation."),
     latency_weight: float = typer.Option(
-        0.02, "--latency-weight", help="Weight of expected latency (relative to graph's) in the threshold objective."
+        0.02,
+        "--latency-weight",
+        help="Weight of expected latency (relative to graph's) in the threshold objective.",
     ),
     epochs: int = typer.Option(300, "--epochs", help="Maximum training epochs (early stopping)."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),

@@ -317,4 +317,12 @@ def describe(question: str) -> dict[str, Any]:
     return dict(zip(FEATURE_NAMES, Featurizer()(question).tolist(), strict=True))
 
 
-__all__ = ["ENTITY_TYPES", "FEATURE_NAMES", "QUESTION_TYPES", "RELATIONS", "Featurizer", "describe", "features"]
+__all__ = [
+    "ENTITY_TYPES",
+    "FEATURE_NAMES",
+    "QUESTION_TYPES",
+    "RELATIONS",
+    "Featurizer",
+    "describe",
+    "features",
+]

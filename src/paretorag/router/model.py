@@ -42,7 +42,9 @@ def default_router_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "router"
 
 
-def route_for(score: float, tau_low: float, tau_high: float, *, fusion: bool = True, tau_single: float = 0.5) -> Route:
+def route_for(
+    score: float, tau_low: float, tau_high: float, *, fusion: bool = True, tau_single: float = 0.5
+) -> Route:
     """EA-GraphRAG Eq. 2: ``s < tau_low`` dense, ``s >= tau_high`` graph, fusion between.
 
     With ``fusion=False``: graph when ``s >= tau_single``, else dense.

@@ -128,7 +128,9 @@ def _metric_k(metric: str) -> int:
     return int(m.group(1))
 
 
-def _quality(docs: Sequence[str], case_gold: Sequence[str], answers: Sequence[str], texts: dict[str, str], metric: str) -> float:
+def _quality(
+    docs: Sequence[str], case_gold: Sequence[str], answers: Sequence[str], texts: dict[str, str], metric: str
+) -> float:
     """``metric`` of one ranked document list (recall@k, recall_all@k, recall_any@k, context_recall@k)."""
     k = _metric_k(metric)
     if metric.startswith("context_recall@"):
@@ -202,7 +204,9 @@ def run_or_reuse_evals(
     return out
 
 
-def load_cases(data: Path, spec: SubsetSpec, results: Path, settings: TrainSettings) -> tuple[list[Case], dict[str, str]]:
+def load_cases(
+    data: Path, spec: SubsetSpec, results: Path, settings: TrainSettings
+) -> tuple[list[Case], dict[str, str]]:
     """The subset's questions (sliced) with both methods' lists and qualities; passage texts by id."""
     from ..eval.loaders import load_dataset
 
@@ -248,7 +252,7 @@ def split(cases: list[Case], val_fraction: float, seed: int) -> None:
         by_subset.setdefault(c.subset, []).append(c)
     for group in by_subset.values():
         order = rng.permutation(len(group))
-        n_val = int(round(val_fraction * len(group)))
+        n_val = round(val_fraction * len(group))
         for i in order[:n_val]:
             group[int(i)].val = True
 
@@ -298,7 +302,13 @@ def tune_thresholds(
     zg = np.asarray([c.z_graph for c in cases])
     zf = np.asarray(
         [
-            _quality(fused_docs(c.dense_docs, c.graph_docs, float(s), settings.rrf_k), c.gold, c.answers, texts, c.metric)
+            _quality(
+                fused_docs(c.dense_docs, c.graph_docs, float(s), settings.rrf_k),
+                c.gold,
+                c.answers,
+                texts,
+                c.metric,
+            )
             for c, s in zip(cases, scores, strict=True)
         ]
     )
@@ -308,7 +318,7 @@ def tune_thresholds(
     lam = settings.latency_weight
     grid = np.round(np.linspace(0.0, 1.0, 41), 3)
 
-    def objective(routes: list[str]) -> tuple[float, float, float]:
+    def objective(routes: Sequence[str]) -> tuple[float, float, float]:
         q = np.where([r == "dense" for r in routes], zd, np.where([r == "graph" for r in routes], zg, zf))
         lat = np.asarray([ld if r == "dense" else lg if r == "graph" else ld + lg for r in routes])
         return float(q.mean() - lam * lat.mean() / scale), float(q.mean()), float(lat.mean())
@@ -341,8 +351,11 @@ def tune_thresholds(
                 objective([route_for(float(s), 0, 1, fusion=False, tau_single=ts) for s in scores])[1], 4
             ),
         },
-        "objective": {"router": round(best[0], 5), "dense_only": round(objective(["dense"] * n)[0], 5),
-                      "graph_only": round(objective(["graph"] * n)[0], 5)},  # fmt: skip
+        "objective": {
+            "router": round(best[0], 5),
+            "dense_only": round(objective(["dense"] * n)[0], 5),
+            "graph_only": round(objective(["graph"] * n)[0], 5),
+        },
         "route_share": {r: round(routes.count(r) / n, 4) for r in ("dense", "fusion", "graph")},
     }
     return Tuned(lo, hi, ts, table)
