@@ -172,6 +172,7 @@ def structures() -> dict[str, StructureData]:
         "communities": graph_to_structure(knowledge_graph(descriptions=True, communities=True)),
         "passage_graph": passage_graph(),
         "raptor_tree": graph_to_structure(raptor_tree()),
+        "fact_graph": graph_to_structure(knowledge_graph()),  # HippoRAG 2's: facts + occurrence
     }
 
 

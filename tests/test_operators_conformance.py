@@ -40,7 +40,7 @@ ROWS = {
     "community": N_COMMUNITIES,
 }
 # operators that choose with an LLM and cannot run on the extractive backend
-AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath"}
+AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath", "relation.recognition"}
 
 
 def _run(name: str, index: StubIndex | None = None, options: QueryOptions | None = None, **params: object):
