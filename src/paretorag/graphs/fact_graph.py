@@ -24,13 +24,17 @@ from spaCy dependency triples otherwise (0 calls: :mod:`paretorag.providers.nlp_
 the extraction the ``kg`` builder uses, cached per chunk in the index so an insert parses
 only its new chunks).
 
-Offline settings (measured in the README; the paper's graph is ``nodes="facts"``,
-``titles=False``, ``occurrence="binary"``): spaCy's triples are sparser than an LLM's, so
-``nodes`` can add the passage's named entities (``"entities"``) or all its noun phrases
-(``"mentions"``) as phrase nodes linked to it; ``titles`` links every passage to a phrase
-node named after its document title; ``occurrence="idf"`` weights an occurrence edge by
-the phrase's inverse passage frequency ``ln((1 + n) / (1 + df)) + 1``, so hub phrases
-spread less.
+Offline settings (measured in the README). The paper's graph is ``nodes="facts"``,
+``titles=False``, ``occurrence="binary"``, what ``"auto"`` picks when an LLM extracts the
+facts. spaCy's triples are sparser and noisier than an LLM's, so ``nodes`` can add the
+passage's named entities (``"entities"``), all its noun phrases (``"mentions"``), or only
+the phrases that name a document title (``"titles"``: every passage is also linked to its
+own title's node, so a passage that mentions another document's title is two hops from
+it, like a hyperlink); ``titles=True`` adds the title links to the other choices;
+``occurrence="idf"`` weights an occurrence edge by the phrase's inverse passage frequency
+``ln((1 + n) / (1 + df)) + 1``, so hub phrases spread less. ``"auto"`` picks
+``nodes="titles"`` and ``occurrence="idf"`` for spaCy facts (measured best on the train
+splits).
 """
 
 from __future__ import annotations
@@ -58,9 +62,19 @@ from .kg import merge_records
 from .kg_extract import hipporag_records, spacy_records
 from .kg_prompts import Records
 
-NODES = ("facts", "entities", "mentions")
-OCCURRENCE = ("binary", "idf")
+NODES = ("auto", "facts", "entities", "mentions", "titles")
+OCCURRENCE = ("auto", "binary", "idf")
 _ALNUM = re.compile(r"[^A-Za-z0-9]")
+_PAREN = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def title_name(title: str) -> str:
+    """A document title as a phrase name: a trailing "(disambiguation)" dropped, then :func:`kg_name`.
+
+    >>> title_name("Jaws (film)")
+    'jaws'
+    """
+    return kg_name(_PAREN.sub("", title))
 
 
 def spacy_extractions(
@@ -122,13 +136,16 @@ class FactGraph(Builder):
 
     Parameters
     ----------
-    nodes : {"facts", "entities", "mentions"}
+    nodes : {"auto", "facts", "entities", "mentions", "titles"}
         Phrase nodes linked to a passage: the facts' subjects and objects (HippoRAG 2),
-        plus its named entities, or plus all its noun phrases.
+        plus its named entities, plus all its noun phrases, or plus the phrases that name
+        a document title and its own title. ``"auto"``: ``"facts"`` with an LLM,
+        ``"titles"`` with spaCy.
     titles : bool
         Link each passage to a phrase node named after its document title.
-    occurrence : {"binary", "idf"}
+    occurrence : {"auto", "binary", "idf"}
         Occurrence edge weight: 1 (HippoRAG 2) or the phrase's inverse passage frequency.
+        ``"auto"``: ``"binary"`` with an LLM, ``"idf"`` with spaCy.
     synonyms : bool
         Add synonymy edges (HippoRAG 2: yes).
     synonym_threshold : float
@@ -151,9 +168,9 @@ class FactGraph(Builder):
     def __init__(
         self,
         *,
-        nodes: str = "facts",
+        nodes: str = "auto",
         titles: bool = False,
-        occurrence: str = "binary",
+        occurrence: str = "auto",
         synonyms: bool = True,
         synonym_threshold: float = 0.8,
         synonym_k: int = 2047,
@@ -207,16 +224,18 @@ class FactGraph(Builder):
         info = {"backend": "spacy", "llm_calls": 0, "chunks_parsed": parsed}
         return [spacy_records(e) for e in exs], info
 
-    def _phrases(self, rec: Records, title: str) -> Records:
+    def _phrases(self, rec: Records, title: str, title_names: set[str], nodes: str) -> Records:
         """The chunk's records with the phrase nodes ``nodes`` and ``titles`` ask for."""
-        if self.nodes == "facts":
+        if nodes == "facts":
             ents = []
-        elif self.nodes == "entities":
+        elif nodes == "entities":
             ents = [e for e in rec.entities if e[1] != "NOUN"]
+        elif nodes == "titles":
+            ents = [e for e in rec.entities if kg_name(e[0]) in title_names]
         else:
             ents = list(rec.entities)
-        if self.titles and kg_name(title):
-            ents.append((title, "TITLE", ""))
+        if (self.titles or nodes == "titles") and title_name(title):
+            ents.append((title_name(title), "TITLE", ""))
         return Records(entities=ents, relations=[(s, o, r, "", "") for s, o, r, _, _ in rec.relations])
 
     def build(self, ctx: BuildContext) -> StructureData:
@@ -226,14 +245,20 @@ class FactGraph(Builder):
         seconds_extract = time.perf_counter() - t0
         n_chunks = len(ctx.chunks)
         titles = list(ctx.chunks.titles)
+        title_names = {title_name(t) for t in titles} - {""}
+        offline = info["backend"] == "spacy"
+        nodes = self.nodes if self.nodes != "auto" else ("titles" if offline else "facts")
+        occurrence = self.occurrence if self.occurrence != "auto" else ("idf" if offline else "binary")
         m = merge_records(
-            [self._phrases(r, t) for r, t in zip(per_chunk, titles, strict=True)], n_chunks, "kg"
+            [self._phrases(r, t, title_names, nodes) for r, t in zip(per_chunk, titles, strict=True)],
+            n_chunks,
+            "kg",
         )
         names: list[str] = m["names"]
         n = len(names)
         occ = sp.csr_matrix(m["node_chunks"], dtype=np.float32)
         occ.data[:] = 1.0
-        if self.occurrence == "idf" and n:
+        if occurrence == "idf" and n:
             df = np.diff(occ.indptr).astype(np.float64)
             idf = np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0
             occ = csr(sp.diags(idf.astype(np.float32)) @ occ)
@@ -271,6 +296,8 @@ class FactGraph(Builder):
             "facts": len(edges),
             "synonym_edges": int(si.size),
             "occurrence_edges": int(occ.nnz),
+            "nodes_from": nodes,
+            "occurrence": occurrence,
             **info,
         }
         meta = {

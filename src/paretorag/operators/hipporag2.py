@@ -30,7 +30,7 @@ from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
 from ..types import Scored
 from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
-from .common import choose, edges_of, generative_llm, seed_vector, seeds
+from .common import check_k, choose, edges_of, generative_llm, seed_vector, seeds
 
 if TYPE_CHECKING:
     from ..graph import Graph
@@ -189,6 +189,8 @@ class ChunkPPR(Operator):
         Probability of following an edge (HippoRAG 2: 0.5).
     passage_node_weight : float
         Weight of the dense passage prior in the restart vector (HippoRAG 2: 0.05).
+    prior_top : int, optional
+        Only the ``prior_top`` best dense passages get a prior (HippoRAG 2: all, ``None``).
     fallback : {"dense", "none"}
         What to return when there is no seed entity.
     source : str
@@ -209,6 +211,7 @@ class ChunkPPR(Operator):
         k: int = 5,
         damping: float = 0.5,
         passage_node_weight: float = 0.05,
+        prior_top: int | None = None,
         fallback: str = "dense",
         source: str = "entity",
     ) -> None:
@@ -216,6 +219,7 @@ class ChunkPPR(Operator):
         self.k = k
         self.damping = damping
         self.passage_node_weight = passage_node_weight
+        self.prior_top = prior_top
         self.fallback = fallback
         self.source = source
 
@@ -227,6 +231,7 @@ class ChunkPPR(Operator):
             raise ConfigError(
                 f"ChunkPPR.passage_node_weight must be a number >= 0 (HippoRAG 2: 0.05), got {w!r}"
             )
+        top = check_k(self, "prior_top", self.prior_top)
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"ChunkPPR.fallback must be one of {FALLBACKS}, got {self.fallback!r}")
         graph = load_graph(index, self.graph)
@@ -239,7 +244,10 @@ class ChunkPPR(Operator):
         passage = np.zeros(n_chunks)
         if w > 0:
             dense = index.dense_search(state.vector(index), n_chunks)
-            passage[dense.ids] = min_max(dense.scores) * float(w)
+            prior = min_max(dense.scores) * float(w)
+            if top is not None:
+                prior[top:] = 0.0  # ids are best first
+            passage[dense.ids] = prior
         t = index.cached(f"transition:passages:{self.graph}", lambda: passage_transition(graph))
         r = pagerank(None, damping=damping, personalization=np.r_[entity, passage], transition_t=t)
         scores = r[n:]
