@@ -27,7 +27,9 @@ ALL_OPERATORS = available_operators()
 # E2GraphRAG's and G2ConS's own operators read their papers' structures; they are checked
 # on a real index built by their builders (test_family_operator_* below), the pool here
 OWN_FAMILIES = {"e2graphrag", "g2cons"}
-OPERATORS = [n for n in ALL_OPERATORS if get_operator(n).kind not in OWN_FAMILIES]
+# EA-GraphRAG's routing and fusion steps read a router and two rankings: tests/test_router_routing.py
+ROUTING = {"ea-graphrag"}
+OPERATORS = [n for n in ALL_OPERATORS if get_operator(n).kind not in OWN_FAMILIES | ROUTING]
 FAMILY = [n for n in ALL_OPERATORS if get_operator(n).kind in OWN_FAMILIES]
 KNOWN_STRUCTURES = {"vectors", "tree", "entity_graph", "concept_graph", *structures()}
 ROWS = {

@@ -1,4 +1,4 @@
-"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval, serve.
+"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval, serve, train-router.
 
 Results go to stdout; progress bars, warnings and errors go to stderr, so
 ``paretorag query ... --json > answer.json`` holds only the answer. Every piece of
@@ -484,6 +484,17 @@ def _register_eval() -> None:
 
 
 _register_eval()
+
+
+def _register_train_router() -> None:
+    from .router.cli import train_router_command
+
+    app.command("train-router", help="Train EA-GraphRAG's router from eval disagreement cases.")(
+        train_router_command
+    )
+
+
+_register_train_router()
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ _MODULES = (
     "paretorag.methods.graphrag",
     "paretorag.methods.tog",
     "paretorag.methods.hipporag2",
+    "paretorag.methods.ea_graphrag",
 )
 
 

@@ -1,0 +1,488 @@
+"""Train a router from ``paretorag eval`` outputs (EA-GraphRAG §3.2.5, §3.3 Training and Routing).
+
+Steps (:func:`train_router`):
+
+1. **Evaluate** the dense and the graph method on each training subset with
+   ``paretorag eval`` (retrieval only), or reuse the ``results.json`` already in the
+   work folder. A subset may be sliced, ``popqa[400:]``: the whole subset is evaluated and
+   only those questions are used (so the rest can be a test set).
+2. **Split** each subset's questions, seeded, into a training and a validation part
+   (``val_fraction``).
+3. **Label disagreement cases** (§3.3): a question's quality ``z`` is ``label_metric``
+   (default ``recall@5``, the fraction of gold passages in the first 5; questions
+   without gold passages, such as the 797-question 2WikiMultihopQA set, fall back to
+   ``context_recall@5``, the gold answer inside the first 5 passages). The offline
+   answers are extractive, so retrieval stands in for the paper's QA correctness. A
+   question is a training case when the two methods differ: ``y = 1`` when the graph
+   method's ``z`` is higher, ``y = 0`` when dense's is; ties are left out. With a binary
+   metric (``recall_all@5``) this is exactly the paper's ``z_rag XOR z_gr``.
+4. **Select features** by mutual information with ``y`` (on quantile-discretized
+   features, :func:`select_features`), keep the top ``n_features`` (85, §3.2.5), and
+   z-score them with the training mean and standard deviation.
+5. **Fit the adapter** (:func:`paretorag.router.adapter.fit`), early stopping on the
+   validation disagreement cases.
+6. **Tune tau_low <= tau_high** on the validation split, *all* of its questions, for
+   the composite ``J = mean quality - latency_weight * mean latency / graph latency``
+   (§3.3 "a composite objective of validation accuracy and expected latency"; the
+   weight is ours, 0.02 by default). A question's quality on each route is its dense,
+   graph or fused (Eq. 8, computed offline from both retrieved lists with weights
+   ``1 - s(q)`` and ``s(q)``) ``label_metric``; latency is the method's mean retrieval
+   time, both for fusion. ``tau_single`` (routing without fusion) is tuned the same way.
+7. **Write** the router folder (:class:`paretorag.router.model.Router`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..eval import metrics as M
+from ..kernels.rank import RRF_K
+from .adapter import FitSettings, fit
+from .features import FEATURE_NAMES, Featurizer
+from .model import Router, route_for
+
+ROUTER_VERSION = 1
+_SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>\d*):(?P<stop>\d*)\])?$")
+
+
+@dataclass(frozen=True)
+class SubsetSpec:
+    """``name`` or ``name[start:stop]`` (questions of the subset, in file order)."""
+
+    name: str
+    start: int | None = None
+    stop: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> SubsetSpec:
+        m = _SLICE.match(text.strip())
+        if not m:
+            raise ConfigError(f"subset {text!r}: write NAME or NAME[START:STOP], e.g. popqa[400:]")
+        start, stop = m.group("start"), m.group("stop")
+        return cls(m.group("name"), int(start) if start else None, int(stop) if stop else None)
+
+    def __str__(self) -> str:
+        if self.start is None and self.stop is None:
+            return self.name
+        return f"{self.name}[{self.start if self.start is not None else ''}:{self.stop if self.stop is not None else ''}]"
+
+
+@dataclass
+class Case:
+    """One question with both methods' retrievals (from ``results.json`` records)."""
+
+    subset: str
+    qid: str
+    question: str
+    gold: list[str]
+    answers: list[str]
+    dense_docs: list[str]
+    graph_docs: list[str]
+    z_dense: float
+    z_graph: float
+    metric: str
+    dense_s: float
+    graph_s: float
+    val: bool = False
+
+    @property
+    def label(self) -> int | None:
+        if self.z_graph > self.z_dense:
+            return 1
+        if self.z_graph < self.z_dense:
+            return 0
+        return None
+
+
+@dataclass
+class TrainSettings:
+    """Settings of :func:`train_router` (see the module docstring)."""
+
+    dense_method: str = "vanilla"
+    graph_method: str = "hipporag2"
+    label_metric: str = "recall@5"
+    fallback_metric: str = "context_recall@5"
+    n_features: int = 85
+    val_fraction: float = 0.25
+    latency_weight: float = 0.02
+    rrf_k: int = RRF_K
+    ks: tuple[int, ...] = (1, 2, 5, 10)
+    seed: int = 0
+    fit: FitSettings = field(default_factory=FitSettings)
+
+
+def _metric_k(metric: str) -> int:
+    m = re.search(r"@(\d+)$", metric)
+    if not m:
+        raise ConfigError(f"label metric {metric!r} must end in @K, e.g. recall@5")
+    return int(m.group(1))
+
+
+def _quality(
+    docs: Sequence[str], case_gold: Sequence[str], answers: Sequence[str], texts: dict[str, str], metric: str
+) -> float:
+    """``metric`` of one ranked document list (recall@k, recall_all@k, recall_any@k, context_recall@k)."""
+    k = _metric_k(metric)
+    if metric.startswith("context_recall@"):
+        return M.context_recall([texts.get(d, "") for d in M.first_distinct(docs)[:k]], answers)
+    r = M.recall_at_k(docs, case_gold, k)
+    if r is None:
+        raise ConfigError(f"{metric} needs gold passages")
+    kind = {"recall": "fraction", "recall_all": "all", "recall_any": "any"}.get(metric.split("@")[0])
+    if kind is None:
+        raise ConfigError(
+            f"unknown label metric {metric!r}; use recall@K, recall_all@K, recall_any@K or context_recall@K"
+        )
+    return float(r[kind])
+
+
+def fused_docs(dense: Sequence[str], graph: Sequence[str], s: float, rrf_k: int = RRF_K) -> list[str]:
+    """Eq. 8-9 on document lists: ``(1 - s) / (k + r_dense) + s / (k + r_graph)``, best first (ties: first seen)."""
+    score: dict[str, float] = {}
+    for weight, docs in ((1.0 - s, dense), (s, graph)):
+        if weight == 0.0:
+            continue
+        for rank, d in enumerate(M.first_distinct(docs), start=1):
+            score[d] = score.get(d, 0.0) + weight / (rrf_k + rank)
+    order = list(score)
+    return sorted(order, key=lambda d: (-score[d], order.index(d)))
+
+
+def run_or_reuse_evals(
+    data: Path,
+    specs: Sequence[SubsetSpec],
+    settings: TrainSettings,
+    work: Path,
+    *,
+    cache: Path | None,
+    embedder: str | None,
+    embed_titles: bool,
+    rerun: bool,
+    log: Any = print,
+) -> dict[str, Path]:
+    """``results.json`` of the dense and graph methods per subset (evaluated once, then reused)."""
+    from ..eval.runner import run_eval
+
+    methods = [settings.dense_method, settings.graph_method]
+    out: dict[str, Path] = {}
+    for spec in specs:
+        if spec.name in out:
+            continue
+        folder = work / spec.name
+        path = folder / "results.json"
+        if path.is_file() and not rerun:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            if all(m in payload.get("methods", {}) for m in methods):
+                log(f"reusing {path}")
+                out[spec.name] = path
+                continue
+        log(f"evaluating {', '.join(methods)} on {spec.name} (retrieval only)")
+        run_eval(
+            data,
+            spec.name,
+            methods,
+            ks=settings.ks,
+            retrieval_only=True,
+            out_dir=folder,
+            cache_dir=cache if cache is not None else work / "cache",
+            embedder=embedder,
+            embed_titles=embed_titles,
+            seed=settings.seed,
+            plots=False,
+        )
+        out[spec.name] = path
+    return out
+
+
+def load_cases(
+    data: Path, spec: SubsetSpec, results: Path, settings: TrainSettings
+) -> tuple[list[Case], dict[str, str]]:
+    """The subset's questions (sliced) with both methods' lists and qualities; passage texts by id."""
+    from ..eval.loaders import load_dataset
+
+    payload = json.loads(results.read_text(encoding="utf-8"))
+    qs = payload.get("questions", {})
+    for m in (settings.dense_method, settings.graph_method):
+        if m not in qs:
+            raise ConfigError(f"{results} has no per-question records of {m!r}; run with --rerun")
+    dense = {r["qid"]: r for r in qs[settings.dense_method]}
+    graph = {r["qid"]: r for r in qs[settings.graph_method]}
+    ds = load_dataset(data, spec.name)
+    texts = {p.key: p.text for p in ds.passages}
+    cases: list[Case] = []
+    for q in ds.questions[spec.start : spec.stop]:
+        if q.qid not in dense or q.qid not in graph:
+            continue
+        d, g = dense[q.qid], graph[q.qid]
+        metric = settings.label_metric if q.gold_keys else settings.fallback_metric
+        cases.append(
+            Case(
+                subset=str(spec),
+                qid=q.qid,
+                question=q.text,
+                gold=list(q.gold_keys),
+                answers=list(q.answers),
+                dense_docs=list(d["doc_ids"]),
+                graph_docs=list(g["doc_ids"]),
+                z_dense=_quality(d["doc_ids"], q.gold_keys, q.answers, texts, metric),
+                z_graph=_quality(g["doc_ids"], q.gold_keys, q.answers, texts, metric),
+                metric=metric,
+                dense_s=float(d["timings_ms"]["retrieval"]) / 1000.0,
+                graph_s=float(g["timings_ms"]["retrieval"]) / 1000.0,
+            )
+        )
+    return cases, texts
+
+
+def split(cases: list[Case], val_fraction: float, seed: int) -> None:
+    """Mark a seeded ``val_fraction`` of each subset's cases as validation (in place)."""
+    rng = np.random.default_rng(seed)
+    by_subset: dict[str, list[Case]] = {}
+    for c in cases:
+        by_subset.setdefault(c.subset, []).append(c)
+    for group in by_subset.values():
+        order = rng.permutation(len(group))
+        n_val = round(val_fraction * len(group))
+        for i in order[:n_val]:
+            group[int(i)].val = True
+
+
+def discretize(x: np.ndarray, bins: int = 8) -> np.ndarray:
+    """Each column cut at its own quantiles into at most ``bins`` levels (for discrete MI)."""
+    out = np.zeros(x.shape, dtype=np.int64)
+    for j in range(x.shape[1]):
+        edges = np.unique(np.quantile(x[:, j], np.linspace(0, 1, bins + 1)[1:-1]))
+        out[:, j] = np.searchsorted(edges, x[:, j], side="right")
+    return out
+
+
+def select_features(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[list[int], np.ndarray]:
+    """Top-``n`` columns by mutual information with ``y`` (§3.2.5), and every column's MI.
+
+    MI is computed on quantile-discretized features (scikit-learn's
+    ``mutual_info_classif`` with discrete features), which stays defined for the few
+    disagreement cases a small training set gives; ties keep the featurizer's order.
+    """
+    from sklearn.feature_selection import mutual_info_classif
+
+    if len(set(y.tolist())) < 2:
+        mi = np.zeros(x.shape[1])
+    else:
+        mi = mutual_info_classif(discretize(x), y, discrete_features=True, random_state=seed)
+    order = np.lexsort((np.arange(x.shape[1]), -mi))
+    return sorted(int(i) for i in order[: min(n, x.shape[1])]), mi
+
+
+@dataclass
+class Tuned:
+    tau_low: float
+    tau_high: float
+    tau_single: float
+    table: dict[str, Any]
+
+
+def tune_thresholds(
+    scores: np.ndarray, cases: Sequence[Case], texts: dict[str, str], settings: TrainSettings
+) -> Tuned:
+    """Grid search of Eq. 2's thresholds for ``J`` (module docstring, step 6)."""
+    n = len(cases)
+    if n == 0:
+        return Tuned(0.5, 0.5, 0.5, {"note": "no validation questions: thresholds left at 0.5"})
+    zd = np.asarray([c.z_dense for c in cases])
+    zg = np.asarray([c.z_graph for c in cases])
+    zf = np.asarray(
+        [
+            _quality(
+                fused_docs(c.dense_docs, c.graph_docs, float(s), settings.rrf_k),
+                c.gold,
+                c.answers,
+                texts,
+                c.metric,
+            )
+            for c, s in zip(cases, scores, strict=True)
+        ]
+    )
+    ld = float(np.mean([c.dense_s for c in cases]))
+    lg = float(np.mean([c.graph_s for c in cases]))
+    scale = lg if lg > 0 else 1.0
+    lam = settings.latency_weight
+    grid = np.round(np.linspace(0.0, 1.0, 41), 3)
+
+    def objective(routes: Sequence[str]) -> tuple[float, float, float]:
+        q = np.where([r == "dense" for r in routes], zd, np.where([r == "graph" for r in routes], zg, zf))
+        lat = np.asarray([ld if r == "dense" else lg if r == "graph" else ld + lg for r in routes])
+        return float(q.mean() - lam * lat.mean() / scale), float(q.mean()), float(lat.mean())
+
+    best: tuple[float, float, float, float] | None = None  # (J, -latency, tau_low, tau_high)
+    for i, lo in enumerate(grid):
+        for hi in grid[i:]:
+            j, _, lat = objective([route_for(float(s), float(lo), float(hi)) for s in scores])
+            key = (round(j, 9), -lat, float(lo), float(hi))
+            if best is None or key[:2] > best[:2]:
+                best = key
+    single: tuple[float, float, float] | None = None
+    for t in grid:
+        j, _, lat = objective([route_for(float(s), 0, 1, fusion=False, tau_single=float(t)) for s in scores])
+        if single is None or (round(j, 9), -lat) > single[:2]:
+            single = (round(j, 9), -lat, float(t))
+    assert best is not None and single is not None  # the grids are not empty
+    lo, hi, ts = best[2], best[3], single[2]
+    routes = [route_for(float(s), lo, hi) for s in scores]
+    table = {
+        "n_questions": n,
+        "latency_ms": {"dense": round(ld * 1000, 2), "graph": round(lg * 1000, 2)},
+        "quality": {
+            "dense_only": round(float(zd.mean()), 4),
+            "graph_only": round(float(zg.mean()), 4),
+            "fusion_all": round(float(zf.mean()), 4),
+            "oracle": round(float(np.maximum(zd, zg).mean()), 4),
+            "router": round(objective(routes)[1], 4),
+            "router_no_fusion": round(
+                objective([route_for(float(s), 0, 1, fusion=False, tau_single=ts) for s in scores])[1], 4
+            ),
+        },
+        "objective": {
+            "router": round(best[0], 5),
+            "dense_only": round(objective(["dense"] * n)[0], 5),
+            "graph_only": round(objective(["graph"] * n)[0], 5),
+        },
+        "route_share": {r: round(routes.count(r) / n, 4) for r in ("dense", "fusion", "graph")},
+    }
+    return Tuned(lo, hi, ts, table)
+
+
+def _auc(scores: np.ndarray, y: np.ndarray) -> float | None:
+    pos, neg = scores[y == 1], scores[y == 0]
+    if not len(pos) or not len(neg):
+        return None
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(wins / (len(pos) * len(neg)))
+
+
+def train_router(
+    data: Path | str,
+    subsets: Sequence[str],
+    out: Path | str,
+    *,
+    settings: TrainSettings | None = None,
+    work: Path | str = ".eval-cache/router-work",
+    cache: Path | str | None = None,
+    embedder: str | None = None,
+    embed_titles: bool = True,
+    rerun: bool = False,
+    command: str = "",
+    log: Any = print,
+) -> Router:
+    """Evaluate, label, select, fit, tune and write a router (module docstring). Returns it."""
+    s = settings or TrainSettings()
+    if not subsets:
+        raise ConfigError("give at least one training subset, e.g. --subsets musique_train,hotpotqa_train")
+    if s.dense_method == s.graph_method:
+        raise ConfigError("dense_method and graph_method must differ")
+    data, work = Path(data), Path(work)
+    specs = [SubsetSpec.parse(x) for x in subsets]
+    t0 = time.perf_counter()
+    results = run_or_reuse_evals(
+        data, specs, s, work, cache=Path(cache) if cache else None, embedder=embedder,
+        embed_titles=embed_titles, rerun=rerun, log=log,
+    )  # fmt: skip
+    cases: list[Case] = []
+    texts: dict[str, str] = {}
+    for spec in specs:
+        got, t = load_cases(data, spec, results[spec.name], s)
+        cases.extend(got)
+        texts.update(t)
+    split(cases, s.val_fraction, s.seed)
+    log(f"featurizing {len(cases)} questions")
+    raw = Featurizer().many([c.question for c in cases])
+    train = [i for i, c in enumerate(cases) if not c.val and c.label is not None]
+    val_dis = [i for i, c in enumerate(cases) if c.val and c.label is not None]
+    val_all = [i for i, c in enumerate(cases) if c.val]
+    if not train:
+        raise ConfigError(
+            f"no disagreement cases among the {sum(not c.val for c in cases)} training questions: "
+            f"{s.dense_method} and {s.graph_method} retrieve equally well on all of them; add subsets"
+        )
+    y = np.asarray([cases[i].label for i in train], dtype=np.int64)
+    cols, mi = select_features(raw[train], y, s.n_features, s.seed)
+    mean = raw[train][:, cols].mean(axis=0)
+    std = raw[train][:, cols].std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+
+    def z(rows: list[int]) -> np.ndarray:
+        return (raw[rows][:, cols] - mean) / std if rows else np.zeros((0, len(cols)))
+
+    y_val = np.asarray([cases[i].label for i in val_dis], dtype=np.int64)
+    log(f"training the adapter on {len(train)} disagreement cases ({int(y.sum())} graph wins)")
+    adapter, fit_log = fit(z(train), y, z(val_dis), y_val, s.fit)
+    router = Router([FEATURE_NAMES[i] for i in cols], mean, std, adapter)
+    val_scores = router.score_features(raw[val_all]) if val_all else np.zeros(0)
+    tuned = tune_thresholds(val_scores, [cases[i] for i in val_all], texts, s)
+    router.tau_low, router.tau_high, router.tau_single = tuned.tau_low, tuned.tau_high, tuned.tau_single
+    train_scores = router.score_features(raw[train])
+    val_dis_scores = router.score_features(raw[val_dis]) if val_dis else np.zeros(0)
+    per_subset = []
+    for spec in specs:
+        mine = [c for c in cases if c.subset == str(spec)]
+        per_subset.append(
+            {
+                "subset": str(spec),
+                "questions": len(mine),
+                "validation": sum(c.val for c in mine),
+                "disagreements": sum(c.label is not None for c in mine),
+                "graph_wins": sum(c.label == 1 for c in mine),
+                "metric": sorted({c.metric for c in mine}),
+            }
+        )
+    top = np.argsort(-mi)[:10]
+    router.meta = {
+        "router_version": ROUTER_VERSION,
+        "paper": "EA-GraphRAG (papers/ea-graphrag.txt) §3.2-3.3, Eq. 1-2",
+        "dense_method": s.dense_method,
+        "graph_method": s.graph_method,
+        "rrf_k": s.rrf_k,
+        "label_metric": s.label_metric,
+        "fallback_metric": s.fallback_metric,
+        "latency_weight": s.latency_weight,
+        "val_fraction": s.val_fraction,
+        "seed": s.seed,
+        "embedder": embedder or "default",
+        "embed_titles": embed_titles,
+        "trained_on": per_subset,
+        "n_raw_features": len(FEATURE_NAMES),
+        "top_mutual_information": {FEATURE_NAMES[int(i)]: round(float(mi[i]), 4) for i in top},
+        "fit": {**s.fit.to_json(), **fit_log},
+        "metrics": {
+            "train_auc": _auc(train_scores, y),
+            "val_auc": _auc(val_dis_scores, y_val),
+            "val_accuracy": (
+                round(float(((val_dis_scores >= 0.5) == (y_val == 1)).mean()), 4) if len(y_val) else None
+            ),
+            "n_train": len(train),
+            "n_val_disagreements": len(val_dis),
+        },
+        "tuning": tuned.table,
+        "command": command,
+        "train_seconds": round(time.perf_counter() - t0, 1),
+    }
+    router.save(out)
+    log(f"wrote {out}: tau_low={router.tau_low} tau_high={router.tau_high} tau_single={router.tau_single}")
+    return router
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The shell command that reproduces a run (stored in router.json)."""
+    return "paretorag " + " ".join(shlex.quote(a) for a in argv)
+
+
+__all__ = ["Case", "SubsetSpec", "TrainSettings", "fused_docs", "train_router", "tune_thresholds"]
