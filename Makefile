@@ -2,6 +2,7 @@
 #   make demo            set up .venv and index this project's documentation, then ask it two questions
 #   make test            set up .venv with dev tools, then lint, type-check and run the whole suite
 #   make test-llamacpp   also install the llamacpp extra (builds llama-cpp-python, ~15 min) and run its test
+#   make browser         install Chromium and chromedriver from Debian's packages (for the web page's test)
 # pip shows its progress: the first set-up downloads torch and builds wheels for minutes.
 PY ?= python3.11
 VENV := .venv
@@ -11,7 +12,7 @@ DEVSTAMP := $(VENV)/.installed-dev
 LLAMASTAMP := $(VENV)/.installed-llamacpp
 PIP := $(BIN)/pip install --progress-bar on
 
-.PHONY: demo test test-llamacpp setup setup-dev lint typecheck bench results clean
+.PHONY: demo test test-llamacpp setup setup-dev lint typecheck bench results clean browser serve-demo
 
 $(BIN)/python:
 	@echo ">>> creating $(VENV) with $(PY)"
@@ -27,8 +28,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # dev tools only: the llamacpp extra builds llama-cpp-python from source (~15 min), see test-llamacpp
 $(DEVSTAMP): $(STAMP)
-	@echo ">>> installing the dev tools (pytest, ruff, mypy)"
-	$(PIP) -e '.[dev]'
+	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium) and the serve extra (fastapi, uvicorn)"
+	$(PIP) -e '.[dev,serve]'
 	touch $@
 
 $(LLAMASTAMP): $(DEVSTAMP)
@@ -45,6 +46,17 @@ demo: setup
 	$(BIN)/paretorag query "Which LLM backends can answer questions?" --index demo-index --method vanilla -k 3
 	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method vanilla -k 3
 
+# the web page's test drives a real headless Chromium from Debian's packages (no browser download)
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo ">>> chromium and chromedriver are installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">>> installing chromium and chromium-driver from Debian's packages (about 100 MB)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; \
+	else \
+		echo ">>> chromium/chromedriver missing: run 'sudo apt-get install chromium chromium-driver'; the browser test will be skipped"; \
+	fi
+
 lint: setup-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
@@ -52,7 +64,7 @@ lint: setup-dev
 typecheck: setup-dev
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/python -m pytest -q tests
 
 test-llamacpp: $(LLAMASTAMP)
@@ -63,6 +75,11 @@ bench: setup
 
 results: setup
 	$(BIN)/python -m paretorag.eval.results_doc --data ../shared/data --docs docs
+
+serve-demo: setup
+	$(BIN)/pip install --progress-bar on -e '.[serve]'
+	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla
+	$(BIN)/paretorag serve --index demo-index
 
 clean:
 	rm -rf $(VENV) demo-index .pytest_cache .mypy_cache .ruff_cache

@@ -4,7 +4,7 @@ The same ten entities and nine relations serve as "kg", "tkg" (with descriptions
 "rkg" (with keywords) and "communities" (with a two-level hierarchy), so one prepared
 state fits every graph setting. "passage_graph" has the chunks as nodes plus the
 TF-IDF arrays of :func:`paretorag.kernels.tfidf.fit_tfidf`; "raptor_tree" has the
-chunks and two summaries.
+chunks and two summaries; "bm25" is the BM25 index of the six texts.
 
 Entity rows::
 
@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from paretorag.errors import MissingStructureError
 from paretorag.graph import Communities, Edges, Graph
+from paretorag.graphs.bm25 import build_bm25
 from paretorag.kernels.rank import vector_top_k
 from paretorag.kernels.tfidf import fit_tfidf
 from paretorag.providers.base import Request
@@ -172,6 +173,7 @@ def structures() -> dict[str, StructureData]:
         "communities": graph_to_structure(knowledge_graph(descriptions=True, communities=True)),
         "passage_graph": passage_graph(),
         "raptor_tree": graph_to_structure(raptor_tree()),
+        "bm25": build_bm25(TEXTS),
         "fact_graph": graph_to_structure(knowledge_graph()),  # HippoRAG 2's: facts + occurrence
     }
 
@@ -235,15 +237,19 @@ QUESTION = "Where was Marie Curie born?"
 
 
 def prepared_state(question: str = QUESTION, options: QueryOptions | None = None) -> State:
-    """A state as earlier steps leave it: terms, keywords, entities, relations, paths."""
+    """A state as earlier steps leave it: terms, keywords, entities, relations, paths, and
+    two chunk rankings stored under step names ("dense", "sparse") for fusion."""
     state = State(question, options or QueryOptions())
     state.terms = ["Marie Curie", "Warsaw"]
     state.info["keywords"] = ["birthplace"]
     state.put("entity", Scored(np.array([0, 1, 5]), np.array([0.9, 0.6, 0.3]), "entity"))
     state.put("relation", Scored(np.array([0, 4, 5]), np.array([0.8, 0.5, 0.4]), "relation"))
     state.put("subgraph", Scored(np.array([0, 4, 5]), np.array([1.0, 1.0, 0.5]), "subgraph"))
+    state.put("chunk", Scored(np.array([1, 0, 3]), np.array([0.9, 0.5, 0.2]), "chunk"))
     state.info["paths"] = [[0, 1, 4], [0, 5]]
     state.info["paths_graph"] = "kg"
+    state.put("dense", Scored(np.array([0, 3, 1]), np.array([0.9, 0.7, 0.5]), "chunk"))
+    state.put("sparse", Scored(np.array([2, 0]), np.array([3.0, 1.0]), "chunk"))
     return state
 
 

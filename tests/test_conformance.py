@@ -10,14 +10,31 @@ from paretorag.methods.base import Method
 from paretorag.providers.embedders import HashEmbedder
 
 METHODS = available_methods()
+# methods with Agent steps need a generative LLM: they get the scripted one of tests/unified_world.py
+AGENT_METHODS = [m for m in METHODS if get_method(m).needs_generative]
+OFFLINE_METHODS = [m for m in METHODS if m not in AGENT_METHODS]
 QUESTIONS = ["What is the occupation of the person?", "In what city was he born?"]
 
 
 @pytest.fixture(scope="module")
-def all_methods_index(tmp_path_factory, popqa_slice):
+def offline_index(tmp_path_factory, popqa_slice):
     docs, _ = popqa_slice
-    rag = RAG.open(tmp_path_factory.mktemp("conf") / "ix", embedder=HashEmbedder(64), methods=METHODS)
+    rag = RAG.open(tmp_path_factory.mktemp("conf") / "ix", embedder=HashEmbedder(64), methods=OFFLINE_METHODS)
     rag.index(docs)
+    return rag
+
+
+@pytest.fixture(scope="module")
+def agent_index(tmp_path_factory):
+    from tests.unified_world import documents, scripted_llm
+
+    rag = RAG.open(
+        tmp_path_factory.mktemp("conf-agents") / "ix",
+        embedder=HashEmbedder(64),
+        llm=scripted_llm(),
+        methods=AGENT_METHODS,
+    )
+    rag.index(documents())
     return rag
 
 
@@ -36,8 +53,8 @@ def test_method_declares_itself(name):
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_method_retrieves_valid_rows(all_methods_index, name):
-    rag = all_methods_index
+def test_method_retrieves_valid_rows(request, name):
+    rag = request.getfixturevalue("agent_index" if name in AGENT_METHODS else "offline_index")
     n = len(rag.view.chunks)
     for q in QUESTIONS:
         r, _items = rag.retrieve(q, name)
@@ -55,7 +72,8 @@ def test_method_retrieves_valid_rows(all_methods_index, name):
                 assert c.doc_id == rag.view.chunks.doc_ids[rag.view.chunks.ids.index(c.chunk_id)]
 
 
-def test_index_built_every_required_structure(all_methods_index):
-    built = set(all_methods_index.manifest.structures)
-    for name in METHODS:
-        assert {s for s in get_method(name).requires if s != "vectors"} <= built
+def test_index_built_every_required_structure(offline_index, agent_index):
+    for rag, names in ((offline_index, OFFLINE_METHODS), (agent_index, AGENT_METHODS)):
+        built = set(rag.manifest.structures)
+        for name in names:
+            assert {s for s in get_method(name).requires if s != "vectors"} <= built

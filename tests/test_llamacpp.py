@@ -42,3 +42,27 @@ def test_llamacpp_fits_a_long_context_into_its_window(tmp_path):
     rag.index([tmp_path / "long.txt"])
     ans = rag.query("Which way does the river flow?", k=5, max_answer_tokens=16)
     assert ans.text.strip() and ans.warnings and "4096-token context window" in ans.warnings[0]
+
+
+@pytest.mark.slow
+def test_llamacpp_builds_and_runs_the_unified_methods(tmp_path):
+    """A real (weak) model through the KG prompts, LightRAG's keywords, ToG's agents and map-reduce."""
+    from tests.unified_world import documents
+
+    methods = ["hipporag", "graphrag-local", "lightrag-hybrid", "cheaprag", "tog"]
+    rag = RAG.open(tmp_path / "ix", embedder=HashEmbedder(32), llm=make_llm("llamacpp"), methods=methods)
+    rag.index(documents())
+    usage = rag.manifest.usage
+    assert usage["index.kg"]["calls"] >= 2 * len(documents()) and usage["index.tkg"]["calls"] >= len(
+        documents()
+    )
+    for method in methods:
+        ans = rag.query("Where was Marie Curie born?", method=method, max_answer_tokens=24)
+        assert ans.text.strip(), method
+        assert ans.usage.llm_calls >= 1
+    assert (
+        rag.query("Where was Marie Curie born?", method="lightrag-hybrid")
+        .usage.stage("query.question.keywords")
+        .calls
+        == 1
+    )

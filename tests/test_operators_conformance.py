@@ -40,7 +40,10 @@ ROWS = {
     "community": N_COMMUNITIES,
 }
 # operators that choose with an LLM and cannot run on the extractive backend
-AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath", "relation.recognition"}
+AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath"}
+# operators added to §6.1's pool: chunk FromNode (RAPTOR, KGP), chunk fusion (HLightRAG),
+# graph elements as context (§6.3)
+ADDED = {"chunk.fromnode", "chunk.fuse", "context.graph"}
 
 
 def _run(name: str, index: StubIndex | None = None, options: QueryOptions | None = None, **params: object):
@@ -74,7 +77,9 @@ def test_the_pool_is_complete() -> None:
         "community.layer",
     }
     assert len(pool) == 19  # §6.1's operator pool
-    assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} <= set(OPERATORS)
+    assert pool | {"chunk.vdb", "community.vdb", "question.terms", "question.keywords"} | ADDED <= set(
+        OPERATORS
+    )
 
 
 @pytest.mark.parametrize("name", ALL_OPERATORS)
@@ -105,7 +110,12 @@ def test_operator_returns_valid_rows_and_stores_them(name: str) -> None:
     op = get_operator(name)
     assert isinstance(out, Scored) and state.results[op.produces] is out
     assert len(out) > 0, f"{name} found nothing on the hand-made world"
-    n = len(state.terms or []) if op.produces == "terms" else ROWS[op.produces]
+    if op.produces == "terms":
+        n = len(state.terms or [])
+    elif op.produces == "context":  # positions of the items it added
+        n = len(state.items or [])
+    else:
+        n = ROWS[op.produces]
     assert out.ids.min() >= 0 and out.ids.max() < n
     assert len(set(out.ids.tolist())) == len(out), "rows are distinct"
     assert np.all(np.diff(out.scores) <= 1e-6), "best first"
@@ -180,6 +190,7 @@ PREREQUISITES = {
     "e2graphrag.local": ["e2graphrag.entities"],
     "e2graphrag.global": ["e2graphrag.entities"],
     "e2graphrag.evidence": ["e2graphrag.entities", "e2graphrag.collapsed_tree"],
+    "e2graphrag.fill": ["e2graphrag.entities", "e2graphrag.collapsed_tree", "chunk.vdb"],
 }
 
 
@@ -215,6 +226,7 @@ def test_every_family_operator_is_covered() -> None:
         "e2graphrag.local",
         "e2graphrag.global",
         "e2graphrag.evidence",
+        "e2graphrag.fill",
         "g2cons.concepts",
         "g2cons.core",
     }
@@ -230,7 +242,8 @@ def test_family_operator_runs_deterministically_offline(family_index, name: str)
     assert len(set(a.ids.tolist())) == len(a)
     if name != "e2graphrag.local":  # the local route may find no pair: then it is empty by design
         assert len(a) > 0, f"{name} found nothing"
-    if "k" in op.get_params() and op.kind == "e2graphrag":  # k tree nodes (g2cons: k concepts)
+    # k tree nodes (g2cons: k concepts); a step that reworks its own input kind is not re-run alone
+    if "k" in op.get_params() and op.kind == "e2graphrag" and op.produces not in op.consumes:
         _, state1, _ = _run_family(family_index, name)
         state1.results.pop(op.produces)
         assert len(get_operator(name, k=1)(family_index.view, state1)) <= 1

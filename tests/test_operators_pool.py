@@ -146,7 +146,41 @@ def test_chunk_fromrel_orders_by_the_best_relation() -> None:
 
 def test_chunk_occurrence_counts_relations_with_both_entities() -> None:
     out = run("chunk.occurrence", with_relations([5, 8], [1.0, 1.0]))  # Marie-Nobel, Marie-Physics
-    assert out.ids.tolist()[:2] == [3, 0] and out.scores.tolist()[:2] == [2.0, 1.0]
+    assert out.ids.tolist()[:2] == [3, 0] and [int(s) for s in out.scores.tolist()[:2]] == [2, 1]
+    # the retrieved entities' own chunks are candidates too, ranked after, by entity rank
+    out = run("chunk.occurrence", with_relations([4], [1.0]), entities=None)  # Warsaw-Poland
+    assert out.ids.tolist() == [2, 0, 5]
+    state = with_relations([4], [1.0])
+    state.put("entity", Scored(np.array([6]), np.array([1.0]), "entity"))  # Stockholm: chunk 4
+    assert run("chunk.occurrence", state).ids.tolist() == [2, 4, 0, 5]
+
+
+def test_chunk_fromnode_expands_tree_nodes_and_keeps_summaries() -> None:
+    state = prepared_state()
+    state.put("entity", Scored(np.array([7, 0]), np.array([0.9, 0.4]), "entity"))  # summary 2, leaf 0
+    out = run("chunk.fromnode", state, k=4)
+    assert set(out.ids.tolist()) == {3, 4, 5, 0} and out.ids.tolist()[-1] == 0
+    assert (state.items or [])[0].chunk_id == "node:node 7"
+
+
+def test_chunk_fuse_is_weighted_rrf() -> None:
+    state = prepared_state()
+    state.put("a", Scored(np.array([1, 2]), np.array([0.9, 0.1]), "chunk"))
+    state.put("b", Scored(np.array([2, 5]), np.array([0.9, 0.1]), "chunk"))
+    assert run("chunk.fuse", state, sources=("a", "b")).ids.tolist() == [2, 1, 5]
+    assert run("chunk.fuse", state, sources=("a", "b"), weights=(1.0, 0.0)).ids.tolist() == [1, 2]
+    with pytest.raises(ConfigError, match="weights"):
+        run("chunk.fuse", state, sources=("a", "b"), weights=(1.0,))
+
+
+def test_context_graph_adds_entity_and_relation_texts() -> None:
+    state = prepared_state()
+    out = run("context.graph", state, graph="tkg", entities=1, relations=1)
+    assert [it.text for it in state.items or []] == [
+        "Marie Curie: Marie Curie, a person.",
+        "Marie Curie born in Warsaw: Marie Curie born in Warsaw.",
+    ]
+    assert out.kind == "context" and out.ids.tolist() == [0, 1]
 
 
 # -- subgraph ------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ budget stays a maximum under that limit.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .context import pack
 from .errors import ConfigError
 from .providers.base import LLM, Message, Request, Task, Tokenizer
+from .providers.wrappers import stream_text
 from .types import Budget, Citation, Context, ContextItem
 
 SYSTEM = (
@@ -58,11 +59,28 @@ def citations(text: str, context: Context) -> list[Citation]:
 
 
 def generate(
-    llm: LLM, question: str, context: Context, *, context_text: str | None = None, max_tokens: int = 512
+    llm: LLM,
+    question: str,
+    context: Context,
+    *,
+    context_text: str | None = None,
+    max_tokens: int = 512,
+    on_token: Callable[[str], None] | None = None,
 ) -> tuple[str, list[Citation]]:
-    """Ask the LLM (at most ``max_tokens`` in the answer) and extract citations."""
-    out = llm.complete(answer_request(question, context, context_text=context_text, max_tokens=max_tokens))
-    text = out.text.strip()
+    """Ask the LLM (at most ``max_tokens`` in the answer) and extract citations.
+
+    With ``on_token``, the answer is streamed: each piece is passed to it as the backend
+    produces it (one piece for backends that do not stream).
+    """
+    request = answer_request(question, context, context_text=context_text, max_tokens=max_tokens)
+    if on_token is None:
+        text = llm.complete(request).text.strip()
+    else:
+        pieces: list[str] = []
+        for piece in stream_text(llm, request):
+            pieces.append(piece)
+            on_token(piece)
+        text = "".join(pieces).strip()
     return text, citations(text, context)
 
 

@@ -56,7 +56,7 @@ class CancellableLLM:
         self.inner = inner
         self.name = inner.name
         self.max_concurrency = int(getattr(inner, "max_concurrency", 1))
-        self.generative = is_generative(inner)  # builders with an LLM-free path read it
+        self.generative = is_generative(inner)  # builders take their LLM-free path behind this wrapper
         self._event = event
 
     def complete(self, request: Request) -> Completion:

@@ -32,6 +32,53 @@ def methods() -> list[dict[str, Any]]:
     return out
 
 
+TABLE3_COLUMNS = ("node", "relationship", "chunk", "subgraph", "community")
+
+
+def table3() -> list[dict[str, Any]]:
+    """The unified framework's Table 3, generated from the registered methods' operators.
+
+    One row per method composed of registered operators (presets, and the methods with
+    their own operator families, E2GraphRAG and G2ConS, left out): its graph (the structures it reads), the
+    operators it composes per Table 3 column (``"link + ppr"``), its question
+    conversion, whether it calls the LLM while retrieving (``"agent"`` when it needs a
+    generative one) and how the answer is generated.
+    """
+    out = []
+    for name in available_methods():
+        spec = METHODS[name]
+        if spec.preset:
+            continue
+        m = get_method(name)
+        if not m.operators():
+            continue
+        cols: dict[str, list[str]] = {c: [] for c in (*TABLE3_COLUMNS, "question")}
+        for op in m.operators():
+            short = op.name.split(".", 1)[1]
+            if op.kind in cols and short not in cols[op.kind]:
+                cols[op.kind].append(short)
+        llm = "agent" if m.needs_generative else ("yes" if m.uses_llm else "no")
+        row: dict[str, Any] = {
+            "method": name,
+            "graph": ", ".join(s for s in m.requires if s != "vectors") or "vectors",
+            **{c: " + ".join(v) or "-" for c, v in cols.items()},
+            "query_llm": llm,
+            "generation": m.generation,
+        }
+        out.append(row)
+    return out
+
+
+def table3_markdown() -> str:
+    """:func:`table3` as a Markdown table (the README's copy is checked against it)."""
+    cols = ["method", "graph", "question", *TABLE3_COLUMNS, "query_llm", "generation"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    for row in table3():
+        cells = [f"`{row['method']}`", *(str(row[c]) for c in cols[1:])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def builders() -> list[dict[str, Any]]:
     """Every registered structure builder: name, what it reads, LLM use, settings."""
     out = []
@@ -50,4 +97,4 @@ def builders() -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["builders", "methods", "operators"]
+__all__ = ["TABLE3_COLUMNS", "builders", "methods", "operators", "table3", "table3_markdown"]

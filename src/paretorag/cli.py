@@ -1,4 +1,4 @@
-"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval, train-router.
+"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval, serve, train-router.
 
 Results go to stdout; progress bars, warnings and errors go to stderr, so
 ``paretorag query ... --json > answer.json`` holds only the answer. Every piece of
@@ -384,15 +384,95 @@ def operators(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
 
 
 @app.command()
-def methods(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def methods(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    table: bool = typer.Option(
+        False, "--table", help="Print the unified framework's Table 3: operators per method, from the code."
+    ),
+    markdown: bool = typer.Option(False, "--markdown", help="With --table: print it as Markdown."),
+) -> None:
     """List every registered method with its steps, structures and LLM use."""
     from . import catalog
 
+    if table and markdown:
+        sys.stdout.write(catalog.table3_markdown())
+        return
+    if table:
+        cols = ["method", "graph", "question", *catalog.TABLE3_COLUMNS, "query_llm", "generation"]
+        _print_catalog(catalog.table3(), as_json, cols)
+        return
     rows = catalog.methods()
     for row in rows:
         steps = row.get("steps")
         row["steps"] = [f"{s['step']}={s['operator']}" for s in steps] if steps else row.get("preset", "")
     _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"])
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    index_dir: Path = IndexOpt,
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (other than loopback: needs keys)."
+    ),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    api_key_file: Path | None = typer.Option(
+        None,
+        "--api-key-file",
+        help="API keys, one per line (ro:KEY for read-only); also $PARETORAG_API_KEYS.",
+    ),
+    llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
+    readers: int = typer.Option(4, "--readers", help="Queries served at once (one reading index each)."),
+    create: bool = typer.Option(False, "--create", help="Create an empty index if DIR has none."),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", help="Fail a write at once if another process is writing (default: wait)."
+    ),
+    max_upload_mb: int = typer.Option(32, "--max-upload-mb", help="Largest upload (POST /documents), in MB."),
+) -> None:
+    """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
+    try:
+        import uvicorn
+
+        from .server import KeyRing, Limits, create_app
+
+        keys = KeyRing.load(api_key_file)
+        if not keys and not _loopback(host):
+            raise ConfigError(
+                f"--host {host} would serve the index to other machines without an API key; set "
+                "PARETORAG_API_KEYS or --api-key-file, or keep the default --host 127.0.0.1"
+            )
+        application = create_app(
+            index_dir,
+            keys=keys,
+            limits=Limits(max_upload_bytes=max_upload_mb * 1024 * 1024),
+            llm=llm,
+            readers=readers,
+            write_wait=not no_wait,
+            create=create,
+        )
+    except ParetoragError as exc:
+        _fail(exc)
+        return
+    if keys:
+        n_ro = sum(role == "read" for _, role in keys.digests)
+        err.print(f"{len(keys.digests)} API key(s) ({n_ro} read-only)")
+    else:
+        err.print(
+            "[yellow]no API key: listening on loopback only, without auth[/] (set PARETORAG_API_KEYS "
+            "or --api-key-file to require keys and to serve other hosts)"
+        )
+    err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
+    uvicorn.run(application, host=host, port=port, log_level="info")
 
 
 def _register_eval() -> None:

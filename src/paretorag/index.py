@@ -50,8 +50,12 @@ STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to re
 
 
 def vector_stem(fingerprint: str, titles: bool) -> str:
-    """The name of the chunk-vector files for a chunk set and embedding setting."""
-    return f"chunks-{fingerprint[:16]}" + ("" if titles else "-notitles")
+    """The name of the chunk-vector files for a chunk set and embedding setting.
+
+    Text-only vectors keep the plain name older indexes used, so an index built before
+    titles were embedded re-embeds under the default setting instead of passing as titled.
+    """
+    return f"chunks-{fingerprint[:16]}" + ("-titled" if titles else "")
 
 
 def vector_files(stem: str) -> tuple[str, str, str]:

@@ -73,6 +73,9 @@ class Retrieval:
     ``items`` (optional) are the ordered context items to pack when they are not
     plain chunks (tree summaries, merged evidence); ``context_text`` replaces the
     default numbered-passage formatting when the method has its own evidence format.
+    ``generation`` is how the answer is made from them (§6.3): ``"direct"`` (one call)
+    or ``"map-reduce"`` (each item answers with a score, the best partial answers are
+    reduced into one; :func:`paretorag.answer.map_reduce`).
     """
 
     scored: Scored
@@ -82,6 +85,7 @@ class Retrieval:
     context_text: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)  # LLM calls made while retrieving (set by RAG)
+    generation: str = "direct"  # or "map-reduce" (GraphRAG global, CheapRAG; unified framework §6.3)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .answer import fit_to_window, generate
+from .answer import WINDOW_MARGIN, fit_to_window, generate
 from .context import pack
 from .diskerrors import disk_errors
 from .errors import (
@@ -26,6 +26,7 @@ from .errors import (
     QuestionError,
 )
 from .manifest import FILENAME, IndexConfig, Manifest
+from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
 from .providers.base import LLM, Embedder
 from .providers.embedders import make_embedder
@@ -228,13 +229,15 @@ class RAG(IndexSession):
         budget: int | Budget | None = None,
         context_only: bool = False,
         max_answer_tokens: int = 512,
+        on_token: Callable[[str], None] | None = None,
         **params: Any,
     ) -> Answer:
         """Answer a question with ``method``; returns text, citations, contexts, usage and timings.
 
         ``budget`` caps the context in tokens (default: unbounded; methods such as
         g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
-        caps the answer's length. Other keyword arguments set the method's parameters.
+        caps the answer's length; ``on_token`` receives the answer's pieces as the LLM
+        streams them. Other keyword arguments set the method's parameters.
         """
         t0 = time.perf_counter()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
@@ -248,6 +251,7 @@ class RAG(IndexSession):
             context_only=context_only,
             max_answer_tokens=max_answer_tokens,
             retrieval_seconds=retrieval_s,
+            on_token=on_token,
         )
 
     def answer(
@@ -261,10 +265,12 @@ class RAG(IndexSession):
         context_only: bool = False,
         max_answer_tokens: int = 512,
         retrieval_seconds: float = 0.0,
+        on_token: Callable[[str], None] | None = None,
     ) -> Answer:
         """Pack a retrieval's items under ``budget`` and generate the answer (no second retrieval).
 
         The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
+        ``on_token`` receives the answer's pieces as the LLM streams them.
         """
         t1 = time.perf_counter()
         b = budget if isinstance(budget, Budget) else Budget(budget)
@@ -275,7 +281,22 @@ class RAG(IndexSession):
         cites: list[Citation] = []
         evidence = retrieval.context_text
         warnings: list[str] = []
-        if not context_only:
+        if not context_only and retrieval.generation == "map-reduce":
+            window = getattr(self._base_llm(), "context_window", None)
+            batch = BATCH_TOKENS  # a map batch must fit the window with the prompt and the answer
+            if isinstance(window, int) and window > 0:
+                batch = max(64, min(batch, window - max_answer_tokens - 600 - WINDOW_MARGIN))
+            llm = self._llm_for(usage, "query.answer")
+            text, cites, _ = map_reduce(
+                llm,
+                question.strip(),
+                ctx,
+                self.tokenizer,
+                batch_tokens=batch,
+                reduce_tokens=batch,
+                max_tokens=max_answer_tokens,
+            )
+        elif not context_only:
             ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
                 self._base_llm(),
                 question.strip(),
@@ -288,7 +309,12 @@ class RAG(IndexSession):
             )
             llm = self._llm_for(usage, "query.answer")
             text, cites = generate(
-                llm, question.strip(), ctx, context_text=evidence, max_tokens=max_answer_tokens
+                llm,
+                question.strip(),
+                ctx,
+                context_text=evidence,
+                max_tokens=max_answer_tokens,
+                on_token=on_token,
             )
         t2 = time.perf_counter()
         total = retrieval_seconds + (t2 - t1)

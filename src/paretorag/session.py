@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DamagedIndexError, IndexFormatError, InputError, ParetoragError
-from .index import IndexWriter, LoadedIndex, structure_plan, vector_stem
+from .errors import ConfigError, DamagedIndexError, IndexFormatError, InputError, ParetoragError
+from .index import CachedEmbedder, IndexWriter, LoadedIndex, structure_plan, vector_stem
 from .ingest import Problem, read_paths
 from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, Manifest
 from .methods.base import get_method
 from .progress import Progress
-from .providers.base import LLM, Embedder, Tokenizer
+from .providers.base import LLM, Embedder, Tokenizer, is_generative
 from .providers.embedders import RegexTokenizer
 from .providers.llm import make_llm
 from .providers.wrappers import CachedLLM, CountingLLM
@@ -102,6 +102,9 @@ class IndexSession:
     def _base_llm(self) -> LLM:
         if self._llm is None:
             self._llm = make_llm(self.manifest.config.llm)
+        bind = getattr(self._llm, "bind", None)
+        if callable(bind):  # the extractive backend scores sentences with the index's embedder
+            bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
         return self._llm
 
     def _llm_for(self, usage: Usage, stage: str) -> LLM:
@@ -179,6 +182,7 @@ class IndexSession:
         t0 = time.perf_counter()
         try:
             with self._locked():
+                self._check_generative()
                 items = list(sources)
                 docs = [d for d in items if isinstance(d, Document)]
                 paths = [p for p in items if not isinstance(p, Document)]
@@ -202,6 +206,17 @@ class IndexSession:
 
     insert = index
 
+    def _check_generative(self) -> None:
+        """Refuse to index for methods with Agent steps when the LLM cannot follow instructions."""
+        agents = [m for m in self.manifest.config.methods if get_method(m).needs_generative]
+        if agents and not is_generative(self._base_llm()):
+            raise ConfigError(
+                f"method(s) {', '.join(agents)} ask an LLM to choose among candidates (Agent operators); "
+                f"the {self.manifest.config.llm or 'extractive'} backend cannot follow instructions. "
+                "Configure a generative LLM: --llm openai:MODEL (or llamacpp:GGUF_PATH), "
+                "or leave these methods out"
+            )
+
     def _remove_if_unused(self) -> None:
         """Remove the directory this RAG created if a failed first write stored nothing."""
         if not self._created:
@@ -222,6 +237,7 @@ class IndexSession:
             get_method(m)
         self._settings.methods = [*(self._settings.methods or []), *(methods or [])]
         with self._locked():
+            self._check_generative()
             if self._needs_commit():
                 self._commit(progress)
 

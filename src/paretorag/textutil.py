@@ -58,3 +58,62 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``."""
     return [text[a:b] for a, b in sentence_spans(text)]
+
+
+_OPEN_CLOSE = {"\u201c": 1, "\u201d": -1}
+_CLOSERS = frozenset("\"'\u201d\u2019)]")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+# abbreviations that sentence_spans (shared with chunking, so left unchanged) ends sentences at
+_MORE_ABBREV = re.compile(
+    r"\b(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Gen|Col|Capt|Lt|Sgt|Gov|Sen|Rep|Rev|Hon|"
+    r"Mt|Ft|Ave|approx|ca|cf|al|Nos)\.$"
+)
+_MAX_QUOTE_SPANS = 6  # a quotation left open (a typo, a cut passage) stops merging here
+
+
+def _open_quote(sentence: str) -> bool:
+    """Whether a quotation opened in ``sentence`` is still open at its end."""
+    curly = sum(_OPEN_CLOSE.get(ch, 0) for ch in sentence)
+    return sentence.count('"') % 2 == 1 or curly > 0
+
+
+def reading_sentences(text: str) -> list[str]:
+    """Whole sentences of ``text`` as a reader quotes them, for extractive answers.
+
+    Built on :func:`sentence_spans` (abbreviations and initials do not end a sentence,
+    blank lines and Markdown list items do), then:
+
+    - line-break debris is removed: the whitespace inside a sentence (hard-wrapped
+      lines, indentation) becomes one space;
+    - a quotation is not cut: a sentence whose double quotes are unbalanced is joined
+      with the next ones of its paragraph until they balance (at most 6), so dialogue
+      such as ``"You are to go to him. Such is his command."`` stays one unit;
+    - a closing quote or bracket after the final stop stays with its sentence, and a few
+      more abbreviations (months, titles such as "Gen.", "Mt.", "et al.") do not end one.
+
+    Examples
+    --------
+    >>> reading_sentences('"It is late," he said. "You are\\n to go. Now."\\n\\nShe left.')
+    ['"It is late," he said.', '"You are to go. Now."', 'She left.']
+    """
+    spans = []
+    for a, b in sentence_spans(text):
+        while b < len(text) and text[b] in _CLOSERS:  # the closing quote after "him." is the sentence's
+            b += 1
+        spans.append((a, b))
+    out: list[str] = []
+    i = 0
+    while i < len(spans):
+        a, b = spans[i]
+        j = i
+        while (
+            (_open_quote(text[a:b]) or _MORE_ABBREV.search(text, a, b))
+            and j + 1 < len(spans)
+            and j + 1 - i < _MAX_QUOTE_SPANS
+            and not _PARAGRAPH.search(text, b, spans[j + 1][0])
+        ):
+            j += 1
+            b = spans[j][1]
+        out.append(" ".join(text[a:b].split()))
+        i = j + 1
+    return out

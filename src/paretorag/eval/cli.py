@@ -66,6 +66,12 @@ def eval_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the Pareto plots."),
+    settings: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.scope=auto (repeatable; "
+        "kept in the cached index's configuration).",
+    ),
 ) -> None:
     """Evaluate methods on a benchmark: results.json, results.md and Pareto plots."""
     from rich.console import Console
@@ -87,6 +93,7 @@ def eval_command(
             answer_k,
             seed,
             plots,
+            settings,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -111,10 +118,12 @@ def _run(
     answer_k: int | None,
     seed: int,
     plots: bool,
+    settings: list[str] | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from ..cli import _builder_settings
     from ..progress import RichProgress
     from .report import results_table
     from .runner import run_eval
@@ -138,6 +147,7 @@ def _run(
                 cache_dir=cache if cache is not None else out / ".index-cache",
                 embedder=embedder,
                 embed_titles=titles,
+                builders=_builder_settings(settings or []),
                 corpus=corpus,
                 answer_k=answer_k,
                 seed=seed,

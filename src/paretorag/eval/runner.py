@@ -180,6 +180,7 @@ def run_eval(
     embed_titles: bool = True,
     corpus: str = "full",
     answer_k: int | None = None,
+    builders: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
     progress: Progress | None = None,
     plots: bool = True,
@@ -214,6 +215,8 @@ def run_eval(
         ``own`` restricts the corpus to the evaluated questions' own passages.
     answer_k : int, optional
         ``k`` passed to ``RAG.query`` for answers (default: the method's own).
+    builders : dict, optional
+        Builder settings, ``{"tree": {"scope": "auto"}}`` (kept in the index's configuration).
     seed : int
         Seed for every random generator.
     progress : Progress, optional
@@ -244,7 +247,12 @@ def run_eval(
     per_method: dict[str, Any] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
     with RAG.open(
-        index_dir, methods=list(methods), llm=llm, embedder=embedder, embed_titles=embed_titles
+        index_dir,
+        methods=list(methods),
+        llm=llm,
+        embedder=embedder,
+        embed_titles=embed_titles,
+        builders=builders,
     ) as rag:
         t0 = time.perf_counter()
         report = rag.index(ds.documents(), progress=progress)
@@ -284,6 +292,7 @@ def run_eval(
             "llm": llm,
             "embedder": embedder or "default",
             "embed_titles": embed_titles,
+            "builders": builders or {},
             "retrieval_only": retrieval_only,
             "answer_k": answer_k,
             "limit": limit,

@@ -18,6 +18,8 @@ _MODULES = (
     "paretorag.graphs.passages",
     "paretorag.graphs.raptor",
     "paretorag.graphs.communities",
+    "paretorag.graphs.bm25",
+    "paretorag.graphs.core_kg",
     "paretorag.graphs.fact_graph",
 )
 

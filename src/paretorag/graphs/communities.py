@@ -211,11 +211,11 @@ class CommunityReports(Builder):
             check_positive_int(self, name, getattr(self, name))
         if self.max_concurrency is not None:
             check_positive_int(self, "max_concurrency", self.max_concurrency)
-        source = ctx.structure("tkg")
+        source = ctx.structure(self.requires[0])  # "tkg" (G2ConS's core variant: "core_tkg")
         graph = graph_from_structure(source)
         with ctx.progress.task("communities (Leiden)", total=None):
             comms = leiden_levels(graph.adjacency, max_cluster_size=self.max_cluster_size)
-        llm = ctx.llm("index.communities")
+        llm = ctx.llm(f"index.{self.name}")
         base = [extractive_report(graph, rows) for _, _, rows in comms]
         reports = [r for r, _ in base]
         top = max((w for _, w in base), default=0.0)

@@ -16,6 +16,13 @@ symmetric co-occurrence counts, no self-loops; ``node_chunks``: entities x chunk
 occurrence counts), stored with :func:`~paretorag.structures.graph_to_structure`; the
 transpose and the connected components are derived on load. Vertex ids are the names
 in sorted order, so a build is deterministic.
+
+Two settings beyond the paper narrow the vertices for corpora of many short documents,
+where generic nouns ("film", "county") join almost every pair of entities within
+``h`` hops and Graph Filter keeps every pair (measured in the README):
+``common_nouns=False`` keeps named entities and proper nouns only, and ``max_df``
+drops entities found in more than that fraction of the chunks (an IDF filter, as
+scikit-learn's ``max_df``). Both default to the paper's graph.
 """
 
 from __future__ import annotations
@@ -36,6 +43,22 @@ from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
 from ..store import text_hash
 from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
+
+
+def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
+    """Terms found in more than ``max_df`` of the chunks (their document frequency).
+
+    Examples
+    --------
+    >>> sorted(frequent_terms([[["film", "boese"]], [["film"]], [["warsaw"]]], 0.5))
+    ['film']
+    """
+    n = len(per_chunk)
+    df: dict[str, int] = {}
+    for sentences in per_chunk:
+        for term in {t for sent in sentences for t in sent}:
+            df[term] = df.get(term, 0) + 1
+    return {t for t, c in df.items() if c > max_df * n}
 
 
 def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: int) -> Graph:
@@ -116,6 +139,12 @@ class EntityGraph(Builder):
         Split multi-word person names into their parts.
     sentences : {"senter", "sentencizer"}
         Sentence splitter used for co-occurrence.
+    common_nouns : bool
+        Common nouns are entities, as in the paper (default). False: named entities and
+        proper nouns only.
+    max_df : float
+        Drop entities that occur in more than this fraction of the chunks (1.0, the
+        paper's graph, drops none). Questions' mentions of them are then ignored.
     n_process : int, optional
         spaCy processes (default: the index's ``workers``, at most the CPU count).
     batch_size : int
@@ -124,6 +153,7 @@ class EntityGraph(Builder):
 
     name = "entity_graph"
     version = 2  # stored as the one graph value
+    _extract_version = 2  # part of the per-chunk cache key: bump when extraction output changes
     runtime_params = ("n_process", "batch_size")
     requires = ()
     uses_llm = False
@@ -134,12 +164,16 @@ class EntityGraph(Builder):
         labels: Sequence[str] = DEFAULT_LABELS,
         split_names: bool = True,
         sentences: SentenceMode = "senter",
+        common_nouns: bool = True,
+        max_df: float = 1.0,
         n_process: int | None = None,
         batch_size: int = 8,
     ) -> None:
         self.labels = labels
         self.split_names = split_names
         self.sentences = sentences
+        self.common_nouns = common_nouns
+        self.max_df = max_df
         self.n_process = n_process
         self.batch_size = batch_size
 
@@ -154,17 +188,41 @@ class EntityGraph(Builder):
             labels=tuple(self.labels),
             split_names=self.split_names,
             sentences=self.sentences,
+            common_nouns=bool(self.common_nouns),
             n_process=n_process,
             batch_size=self.batch_size,
         )
 
+    def _cache_salt(self, extractor: EntityExtractor) -> str:
+        """What per-chunk extraction results depend on: the model and the extractor's settings
+        (not ``max_df``, which filters after extraction)."""
+        key: dict[str, Any] = {
+            "model": MODEL,
+            "v": self._extract_version,
+            "labels": list(extractor.labels),
+            "split_names": extractor.split_names,
+            "sentences": extractor.sentences,
+        }
+        if not extractor.common_nouns:  # absent by default: caches from before the setting stay valid
+            key["common_nouns"] = False
+        return json.dumps(key, sort_keys=True, default=str)
+
     def build(self, ctx: BuildContext) -> StructureData:
+        if (
+            isinstance(self.max_df, bool)
+            or not isinstance(self.max_df, int | float)
+            or not 0 < self.max_df <= 1
+        ):
+            raise ConfigError(
+                f"EntityGraph.max_df must be a fraction of the chunks in (0, 1], got {self.max_df!r}; "
+                "1.0 keeps every entity"
+            )
         chunks = ctx.chunks
         extractor = self.extractor(ctx.workers)
         t0 = time.perf_counter()
         # per-chunk results are cached by chunk text and extractor settings, so an insert
         # runs spaCy on its new chunks only and a delete on none (the graph is re-assembled)
-        salt = json.dumps({"model": MODEL, "v": self.version, **self.identity()}, sort_keys=True, default=str)
+        salt = self._cache_salt(extractor)
         keys = [f"entities:{text_hash(salt + chr(0) + t)}" for t in chunks.texts]
         cached = ctx.cache_get(sorted(set(keys)))
         todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
@@ -180,6 +238,10 @@ class EntityGraph(Builder):
             cached.update(fresh)
         per_chunk = [cached[k]["sentences"] for k in keys]
         seconds_nlp = time.perf_counter() - t0
+        dropped: set[str] = set()
+        if self.max_df < 1:
+            dropped = frequent_terms(per_chunk, float(self.max_df))
+            per_chunk = [[[t for t in sent if t not in dropped] for sent in sents] for sents in per_chunk]
         graph = graph_from_mentions(per_chunk, len(chunks))
         stats: dict[str, Any] = {
             "entities": graph.n_nodes,
@@ -191,6 +253,7 @@ class EntityGraph(Builder):
             "n_process": extractor.n_process,
             "chunks_extracted": len(todo),
             "chunks_from_cache": len(chunks) - len(todo),
+            "dropped_frequent": len(dropped),
         }
         meta = {
             "n_chunks": len(chunks),
@@ -198,9 +261,10 @@ class EntityGraph(Builder):
             "labels": list(extractor.labels),
             "split_names": bool(extractor.split_names),
             "sentences": extractor.sentences,
+            "common_nouns": extractor.common_nouns,
             "stats": stats,
         }
         return graph_to_structure(graph, meta=meta)
 
 
-__all__ = ["EntityGraph", "graph_from_mentions"]
+__all__ = ["EntityGraph", "frequent_terms", "graph_from_mentions"]

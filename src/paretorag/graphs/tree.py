@@ -13,8 +13,19 @@ Choices where the paper is silent (documented in the builder):
 
 - ``scope="document"`` (default) builds one tree per document, so a summary never
   mixes two documents; a one-chunk document (a pre-split passage) gets no summary.
-  ``scope="corpus"`` treats the whole chunk table as one sequence.
-- The first level is built whenever a document has at least two chunks ("once all
+  ``scope="corpus"`` treats the whole chunk table as one sequence. ``scope="auto"``
+  keeps one tree per document for documents of at least ``min_tokens`` tokens and
+  pools the shorter ones into one sequence, so that a corpus of passages (every
+  multi-hop benchmark) gets summaries and a global route to read.
+- Pooled documents are grouped in corpus order (``grouping="order"``) or by their
+  vectors (``grouping="vector"``): a balanced divisive clustering that splits the
+  documents in two along their first principal component, recursively, with sizes
+  kept to multiples of ``g**j`` so that every group of ``g`` consecutive nodes, at
+  every level, is a cluster. RAPTOR clusters with Gaussian mixtures into groups of
+  any size (unified framework, ``raptor_tree``); E2GraphRAG's tree summarizes ``g``
+  nodes per call, which keeps its cost formula exact, so the clusters are balanced.
+  Documents stay whole: a pooled document's chunks stay together, in order.
+- The first level is built whenever a sequence has at least two chunks ("once all
   the original chunks have been summarized", §3.1); later levels while more than
   ``g`` nodes remain.
 - Adjacent chunks overlap (100 tokens by default); within a group the overlap is
@@ -22,12 +33,14 @@ Choices where the paper is silent (documented in the builder):
   changes nothing the LLM reads.
 
 Node numbering: nodes ``0 .. n-1`` are the chunk rows; summaries follow, level by
-level, each level in document order.
+level, each level in sequence order. The leaves of a node are contiguous in the
+tree's leaf order ``leaf_rows`` (the sequences one after the other; the chunk rows in
+order unless documents were pooled): ``first_row``/``last_row`` are positions in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -91,9 +104,11 @@ def expected_calls(n: int, g: int) -> int:
 class TreeArrays:
     """A loaded summary tree (rows ``0..n_chunks-1`` are chunks, then summaries).
 
-    ``first_row`` / ``last_row`` give the chunk rows a node covers (its leaves are the
-    contiguous rows ``first_row .. last_row``): a summary's occurrence weight, the sum
-    of its children's (§3.2), is a range sum over them.
+    ``first_row`` / ``last_row`` give the leaves a node covers: positions
+    ``first_row .. last_row`` in the leaf order ``leaf_rows`` (position -> chunk row;
+    the identity unless documents were pooled and reordered). A summary's occurrence
+    weight, the sum of its children's (§3.2), is a range sum over them
+    (:meth:`in_leaf_order` puts per-chunk values in that order).
     """
 
     n_chunks: int
@@ -105,10 +120,19 @@ class TreeArrays:
     last_row: np.ndarray
     summary_vectors: np.ndarray
     summaries: list[str]
+    leaf_rows: np.ndarray
 
     @property
     def n_nodes(self) -> int:
         return int(self.parent.size)
+
+    def in_leaf_order(self, per_chunk: np.ndarray) -> np.ndarray:
+        """Per-chunk values (last axis indexed by chunk row) in leaf order."""
+        return per_chunk[..., self.leaf_rows]
+
+    def first_chunk(self, nodes: np.ndarray) -> np.ndarray:
+        """The chunk row of each node's first leaf."""
+        return self.leaf_rows[self.first_row[nodes]]
 
     def children(self, node: int) -> np.ndarray:
         return self.child_indices[self.child_indptr[node] : self.child_indptr[node + 1]]
@@ -116,6 +140,7 @@ class TreeArrays:
     @classmethod
     def from_structure(cls, data: StructureData) -> TreeArrays:
         a = data.arrays
+        n = int(data.meta["n_chunks"])
         return cls(
             n_chunks=int(data.meta["n_chunks"]),
             parent=a["parent"],
@@ -126,20 +151,89 @@ class TreeArrays:
             last_row=a["last_row"],
             summary_vectors=np.ascontiguousarray(a["summary_vectors"], dtype=np.float32),
             summaries=unpack_texts(a["summary_utf8"], a["summary_offsets"]),
+            leaf_rows=a["leaf_rows"] if "leaf_rows" in a else np.arange(n, dtype=np.int64),
         )
 
 
-def _sequences(chunks: ChunkTable, scope: str) -> list[list[int]]:
-    """Chunk rows to summarize as one sequence each: per document, or the whole table."""
-    n = len(chunks)
-    if scope == "corpus":
-        return [list(range(n))] if n else []
-    seqs: list[list[int]] = []
-    for row in range(n):
+def _doc_runs(chunks: ChunkTable) -> list[list[int]]:
+    """Chunk rows of each document (consecutive rows of one ``doc_id``), in table order."""
+    runs: list[list[int]] = []
+    for row in range(len(chunks)):
         if row and chunks.doc_ids[row] == chunks.doc_ids[row - 1]:
-            seqs[-1].append(row)
+            runs[-1].append(row)
         else:
-            seqs.append([row])
+            runs.append([row])
+    return runs
+
+
+def balanced_order(vectors: np.ndarray, g: int) -> np.ndarray:
+    """An order of the rows of ``vectors`` in which consecutive blocks are clusters.
+
+    Divisive clustering: split the rows in two along their first principal component
+    (at a multiple of the largest power of ``g`` below their number, so the blocks of
+    ``g**j`` consecutive rows at every level fall inside one side), then split each
+    side again, down to at most ``g`` rows. Deterministic (the component's sign is
+    fixed by its largest coordinate).
+
+    Examples
+    --------
+    >>> x = np.array([[0, 1.0], [5, 0], [0, 1.1], [5.2, 0]])
+    >>> balanced_order(x, 2).tolist()
+    [2, 0, 1, 3]
+    """
+    x = np.asarray(vectors, dtype=np.float64)
+    out: list[np.ndarray] = []
+    todo = [np.arange(x.shape[0], dtype=np.int64)]
+    while todo:
+        rows = todo.pop()
+        m = rows.size
+        if m <= g:
+            out.append(rows)
+            continue
+        c = x[rows] - x[rows].mean(axis=0)
+        _, _, vt = np.linalg.svd(c, full_matrices=False)
+        axis = vt[0] * (1.0 if vt[0][np.argmax(np.abs(vt[0]))] >= 0 else -1.0)
+        order = rows[np.lexsort((rows, c @ axis))]
+        block = g  # the largest power of g below m: block < m <= block * g
+        while block * g < m:
+            block *= g
+        half = block * ((-(-m // block) + 1) // 2)  # half of the blocks, rounded up: block <= half < m
+        todo.append(order[half:])  # popped second: the first half comes first
+        todo.append(order[:half])
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _sequences(
+    chunks: ChunkTable,
+    scope: str,
+    min_tokens: int,
+    grouping: str,
+    g: int,
+    vectors: Callable[[list[int]], np.ndarray],
+) -> list[list[int]]:
+    """Chunk rows to summarize as one sequence each (see the module docstring).
+
+    ``vectors(rows)`` gives the vectors of chunk rows (used by ``grouping="vector"``).
+    """
+    runs = _doc_runs(chunks)
+    if scope == "document":
+        return runs
+    if scope == "corpus":
+        pooled, own = runs, []
+    else:
+        ntok = np.asarray(chunks.n_tokens, dtype=np.int64)
+        own = [r for r in runs if int(ntok[r].sum()) >= min_tokens]
+        pooled = [r for r in runs if int(ntok[r].sum()) < min_tokens]
+    if grouping == "vector" and len(pooled) > 2:
+        vec = vectors([row for r in pooled for row in r])
+        docs = np.repeat(np.arange(len(pooled)), [len(r) for r in pooled])
+        means = np.zeros((len(pooled), vec.shape[1]), dtype=np.float64)
+        np.add.at(means, docs, vec)
+        pooled = [pooled[i] for i in balanced_order(means / np.bincount(docs)[:, None], g).tolist()]
+    seqs = [r for r in own]
+    flat = [row for r in pooled for row in r]
+    if flat:
+        seqs.append(flat)
     return seqs
 
 
@@ -153,6 +247,7 @@ def _group_texts(chunks: ChunkTable, rows: Sequence[int], merge_overlap: bool) -
             merge_overlap
             and prev >= 0
             and chunks.doc_ids[row] == chunks.doc_ids[prev]
+            and int(chunks.orders[row]) == int(chunks.orders[prev]) + 1
             and chunks.starts[row] <= chunks.ends[prev]
         )
         if contiguous and out:
@@ -172,8 +267,18 @@ class SummaryTree(Builder):
     ----------
     g : int
         Group size: nodes summarized per LLM call (paper default 5).
-    scope : {"document", "corpus"}
-        One tree per document (default) or one over the whole chunk table.
+    scope : {"document", "corpus", "auto"}
+        One tree per document (default), one over the whole chunk table, or per
+        document for documents of at least ``min_tokens`` tokens and one over the
+        shorter documents pooled (``auto``).
+    min_tokens : int
+        ``auto``: documents with fewer tokens (summed over their chunks) are pooled
+        (default 2400, two of the paper's 1200-token chunks).
+    grouping : {"order", "vector"}
+        How pooled documents are ordered before every ``g`` consecutive nodes are
+        summarized: corpus order, or balanced divisive clustering of their vectors
+        (:func:`balanced_order`; vectors of ``"title\ntext"``, cached with the
+        index's own when it embeds titles).
     max_concurrency : int, optional
         Calls in flight per level (default: the backend's own limit).
     max_tokens : int
@@ -185,6 +290,7 @@ class SummaryTree(Builder):
     """
 
     name = "tree"
+    version = 2  # scope "auto", grouping; a pooled document's chunks merged only when consecutive
     runtime_params = ("max_concurrency",)
     requires = ()
     uses_llm = True
@@ -193,7 +299,9 @@ class SummaryTree(Builder):
         self,
         *,
         g: int = 5,
-        scope: Literal["document", "corpus"] = "document",
+        scope: Literal["document", "corpus", "auto"] = "document",
+        min_tokens: int = 2400,
+        grouping: Literal["order", "vector"] = "vector",
         max_concurrency: int | None = None,
         max_tokens: int = 1200,
         max_words: int = 0,
@@ -201,6 +309,8 @@ class SummaryTree(Builder):
     ) -> None:
         self.g = g
         self.scope = scope
+        self.min_tokens = min_tokens
+        self.grouping = grouping
         self.max_concurrency = max_concurrency
         self.max_tokens = max_tokens
         self.max_words = max_words
@@ -209,8 +319,11 @@ class SummaryTree(Builder):
     def _validate(self) -> None:
         if check_positive_int(self, "g", self.g) < 2:
             raise ConfigError(f"SummaryTree.g must be at least 2 (nodes per summary), got {self.g}")
-        if self.scope not in ("document", "corpus"):
-            raise ConfigError(f"SummaryTree.scope must be 'document' or 'corpus', got {self.scope!r}")
+        if self.scope not in ("document", "corpus", "auto"):
+            raise ConfigError(f"SummaryTree.scope must be 'document', 'corpus' or 'auto', got {self.scope!r}")
+        if self.grouping not in ("order", "vector"):
+            raise ConfigError(f"SummaryTree.grouping must be 'order' or 'vector', got {self.grouping!r}")
+        check_positive_int(self, "min_tokens", self.min_tokens)
         if self.max_concurrency is not None:
             check_positive_int(self, "max_concurrency", self.max_concurrency)
         check_positive_int(self, "max_tokens", self.max_tokens)
@@ -223,12 +336,21 @@ class SummaryTree(Builder):
         n, g = len(chunks), self.g
         llm = ctx.llm("index.tree")
         parent: list[int] = [-1] * n
+
+        def chunk_vectors(rows: list[int]) -> np.ndarray:
+            texts = chunks.embedded_texts(True)
+            return np.asarray(ctx.embedder.embed([texts[r] for r in rows]), dtype=np.float32)
+
+        current = _sequences(chunks, self.scope, self.min_tokens, self.grouping, g, chunk_vectors)
+        leaf_rows = np.asarray([r for seq in current for r in seq], dtype=np.int64)
+        pos = np.empty(n, dtype=np.int64)
+        pos[leaf_rows] = np.arange(n, dtype=np.int64)
         level: list[int] = [0] * n
-        first: list[int] = list(range(n))
-        last: list[int] = list(range(n))
+        first: list[int] = pos.tolist()
+        last: list[int] = pos.tolist()
         children: list[list[int]] = [[] for _ in range(n)]
         summaries: list[str] = []
-        current = _sequences(chunks, self.scope)
+        current_seqs = current
         total = sum(expected_calls(len(s), g) for s in current)
         depth = 0
         with ctx.progress.task("summary tree", total=total) as bar:
@@ -288,8 +410,11 @@ class SummaryTree(Builder):
             "summary_utf8": blob,
             "summary_offsets": offsets,
         }
+        if not np.array_equal(leaf_rows, np.arange(n)):
+            arrays["leaf_rows"] = leaf_rows
         stats: dict[str, Any] = {
             "summaries": len(summaries),
+            "sequences": len(current_seqs),
             "levels": depth,
             "llm_calls": len(summaries),
             "expected_calls": total,
@@ -308,6 +433,7 @@ __all__ = [
     "SUMMARY_PROMPT",
     "SummaryTree",
     "TreeArrays",
+    "balanced_order",
     "expected_calls",
     "level_sizes",
     "pack_texts",

@@ -15,13 +15,14 @@ from .bfs import bfs_levels, hop_distances, k_hop, neighbors
 from .knn import knn_pairs
 from .pagerank import pagerank, transition
 from .paths import cover_paths, k_hop_paths, merge_paths, shortest_path
-from .rank import aggregate, dense_scores, normalize_rows, rrf, top_k, vector_top_k
+from .rank import aggregate, column_sums, dense_scores, normalize_rows, rrf, top_k, vector_top_k
 from .steiner import steiner_tree, tree_weight
 from .tfidf import fit_tfidf, tokenize, transform
 
 __all__ = [
     "aggregate",
     "bfs_levels",
+    "column_sums",
     "cover_paths",
     "dense_scores",
     "fit_tfidf",

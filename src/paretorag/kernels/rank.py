@@ -74,7 +74,17 @@ def normalize_rows(x: npt.ArrayLike) -> FloatArray:
     return np.asarray(v / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
-__all__ = ["aggregate", "dense_scores", "normalize_rows", "top_k", "vector_top_k"]
+def column_sums(matrix: sp.csc_matrix, columns: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Row sums over the named columns, a repeated column counted again: a bag-of-terms
+    query against a precomputed document x term score matrix (BM25 as ``bm25s`` scores it)."""
+    cols = np.asarray(columns, dtype=np.int64).reshape(-1)
+    if cols.size == 0:
+        return np.zeros(matrix.shape[0], dtype=np.float64)
+    uniq, counts = np.unique(cols, return_counts=True)
+    return np.asarray(matrix[:, uniq] @ counts.astype(np.float64), dtype=np.float64).reshape(-1)
+
+
+__all__ = ["aggregate", "column_sums", "dense_scores", "normalize_rows", "top_k", "vector_top_k"]
 
 
 RRF_K = 60  # Cormack et al. 2009; EA-GraphRAG Eq. 2 uses the same constant

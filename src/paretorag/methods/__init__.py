@@ -20,8 +20,12 @@ from .pipeline import Pipeline
 # Modules that register methods (and the builders they need). Add new ones here.
 _MODULES = (
     "paretorag.methods.dense",
+    "paretorag.methods.hybrid",
     "paretorag.methods.g2cons",
     "paretorag.methods.e2graphrag",
+    "paretorag.methods.unified",
+    "paretorag.methods.graphrag",
+    "paretorag.methods.tog",
     "paretorag.methods.hipporag2",
     "paretorag.methods.ea_graphrag",
 )

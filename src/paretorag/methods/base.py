@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import ConfigError
+from ..operators.base import Operator
 from ..params import Params
 from ..query import IndexView, QueryOptions, Retrieval
 
@@ -35,6 +36,16 @@ class Method(Params):
     paper: ClassVar[str] = ""
     structures: ClassVar[tuple[str, ...]] = ()
     query_llm: ClassVar[bool] = False
+    generation: ClassVar[str] = "direct"  # or "map-reduce" (§6.3)
+
+    def operators(self) -> list[Operator]:
+        """The registered operators this method composes (what ``methods --table`` shows)."""
+        return []
+
+    @property
+    def needs_generative(self) -> bool:
+        """Whether the method needs an LLM that follows instructions (an Agent step)."""
+        return any(op.generative_only for op in self.operators())
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -56,6 +67,8 @@ class Method(Params):
             "paper": self.paper,
             "requires": list(self.requires),
             "uses_llm": self.uses_llm,
+            "needs_generative": self.needs_generative,
+            "generation": self.generation,
             "params": {
                 k: v
                 for k, v in self.get_params(deep=False).items()

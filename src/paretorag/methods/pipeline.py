@@ -20,7 +20,7 @@ Example
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
 from ..operators.base import Operator
@@ -42,6 +42,9 @@ class Pipeline(Method):
     """
 
     mode: str = ""
+    # add the chunk result's passages to the context when steps put other items there
+    # (reports, paths); False for the methods whose context is the graph alone (§7.2 L7-L8)
+    context_chunks: ClassVar[bool] = True
 
     def __init__(self, *, steps: Sequence[tuple[str, Operator]] | None = None) -> None:
         self.steps = list(steps) if steps is not None else self.default_steps()
@@ -57,6 +60,9 @@ class Pipeline(Method):
     @property
     def uses_llm(self) -> bool:
         return any(op.uses_llm for _, op in self._checked_steps())
+
+    def operators(self) -> list[Operator]:
+        return [op for _, op in self._checked_steps()]
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -121,7 +127,17 @@ class Pipeline(Method):
 
     def retrieve(self, index: IndexView, question: str, options: QueryOptions) -> Retrieval:
         state = self.run(index, State(question, options))
-        return state.retrieval(default_mode=self.mode or self.name, default_branch=self._branch(state))
+        r = state.retrieval(default_mode=self.mode or self.name, default_branch=self._branch(state))
+        if r.items is not None and self.context_chunks and len(r.scored):
+            have = {it.chunk_id for it in r.items}
+            chunks = [
+                index.chunk_item(int(i), float(s))
+                for i, s in zip(r.scored.ids, r.scored.scores, strict=True)
+                if index.chunks.ids[int(i)] not in have
+            ]
+            r.items = chunks + r.items  # the passages first: a budget cut drops graph text first
+        r.generation = self.generation
+        return r
 
     def _branch(self, state: State) -> str:
         """The branch label of a retrieval (default: the operators run)."""

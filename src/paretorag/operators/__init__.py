@@ -13,12 +13,14 @@ from .base import OPERATORS, Operator, available_operators, get_operator, operat
 # Modules that register operators. Add new ones here.
 _MODULES = (
     "paretorag.operators.dense",
+    "paretorag.operators.sparse",
     "paretorag.operators.question",
     "paretorag.operators.node",
     "paretorag.operators.relation",
     "paretorag.operators.chunk",
     "paretorag.operators.subgraph",
     "paretorag.operators.community",
+    "paretorag.operators.context",
     "paretorag.operators.e2graphrag",
     "paretorag.operators.e2graphrag_evidence",
     "paretorag.operators.concepts",

@@ -16,6 +16,9 @@ class declares
 - ``structures``: the index structures it always reads (``requires`` adds the
   ``graph`` setting of operators that work on any graph);
 - ``uses_llm``: whether it calls the LLM (checked by the conformance suite);
+- ``generative_only``: whether it needs an LLM that follows instructions (the Agent
+  operators; the extractive backend is refused, and a method using one fails at
+  ``index`` already);
 - ``paper``: where it is specified.
 
 Results, by the key an operator ``produces`` (rows of the ``graph`` setting's structure):
@@ -70,6 +73,7 @@ class Operator(Params):
     consumes: ClassVar[tuple[str, ...]] = ()
     structures: ClassVar[tuple[str, ...]] = ()
     uses_llm: ClassVar[bool] = False
+    generative_only: ClassVar[bool] = False
     paper: ClassVar[str] = ""
 
     @property
@@ -95,6 +99,7 @@ class Operator(Params):
             "consumes": list(self.consumes),
             "requires": list(self.requires),
             "uses_llm": self.uses_llm,
+            "generative_only": self.generative_only,
             "paper": self.paper,
             "params": {k: v for k, v in self.get_params(deep=False).items()},
         }

@@ -8,6 +8,7 @@ numbers, whatever the words around them; nothing is evaluated.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,10 +46,14 @@ def communities_of(graph: Graph, op: Operator, structure: str) -> Communities:
     return graph.communities
 
 
+# result kinds over the same rows: a subgraph result holds edge-record rows, as a relation result
+_SAME_ROWS = {"relation": ("relation", "subgraph")}
+
+
 def seeds(state: State, key: str, n: int, kind: str) -> Scored:
     """The state's result ``key`` checked to be rows of an ``n``-row space of ``kind``."""
     s = state.get(key)
-    if len(s) and s.kind != kind:
+    if len(s) and s.kind not in _SAME_ROWS.get(kind, (kind,)):
         raise ConfigError(f"the {key!r} result holds {s.kind!r} rows, this step reads {kind!r} rows")
     if len(s) and (int(s.ids.min()) < 0 or int(s.ids.max()) >= n):
         raise ConfigError(
@@ -58,9 +63,18 @@ def seeds(state: State, key: str, n: int, kind: str) -> Scored:
     return s
 
 
-def seed_vector(state: State, key: str, n: int, kind: str) -> np.ndarray:
-    """Dense scores of the ``key`` result over ``n`` rows (0 where it names nothing)."""
-    return dense_scores(seeds(state, key, n, kind), n)
+def seed_vector(state: State, key: str | Sequence[str], n: int, kind: str) -> np.ndarray:
+    """Dense scores of the ``key`` result over ``n`` rows (0 where it names nothing).
+
+    ``key`` may name several results (FastGraphRAG seeds PPR from Link and VDB): their
+    dense scores are summed.
+    """
+    if isinstance(key, str):
+        return dense_scores(seeds(state, key, n, kind), n)
+    out = np.zeros(n, dtype=np.float64)
+    for k in key:
+        out += dense_scores(seeds(state, k, n, kind), n)
+    return out
 
 
 def query_vector(index: IndexView, state: State, source: str, owner: Operator) -> FloatArray | None:

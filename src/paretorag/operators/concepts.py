@@ -35,6 +35,7 @@ from ..params import check_nonneg_int
 from ..structures import StructureData, graph_from_structure
 from ..types import FloatArray, IntArray, Scored
 from .base import Operator, check_fraction, check_positive_int, register_operator
+from .sparse import hybrid_chunk_scores
 
 if TYPE_CHECKING:
     from ..query import IndexView, State
@@ -116,6 +117,7 @@ def take_within_budget(rows: IntArray, n_tokens: npt.NDArray[np.int64], budget: 
 
 
 Rerank = Literal["local_global", "naive"]
+Ranking = Literal["dense", "hybrid"]
 
 
 def concept_local_search(
@@ -344,6 +346,11 @@ class ConceptLocalSearch(_ConceptVariant):
         Eq. 1 sentence-level vectors, or the mean of chunk embeddings (Table 4, C).
     theta_sem, theta_co : float or int, optional
         Edge thresholds; ``None`` uses the values the graph was built with.
+    ranking : {"dense", "hybrid"}
+        How the reranking orders chunks: cosine to the question (``"dense"``, the
+        paper's), or reciprocal rank fusion of that order with BM25's (``"hybrid"``,
+        :func:`~paretorag.operators.sparse.hybrid_chunk_scores`; needs the ``bm25``
+        structure).
     """
 
     name = "g2cons.concepts"
@@ -361,6 +368,7 @@ class ConceptLocalSearch(_ConceptVariant):
         concept_vectors: Literal["sentence", "chunk"] = "sentence",
         theta_sem: float | None = None,
         theta_co: int | None = None,
+        ranking: Ranking = "dense",
     ) -> None:
         self.k = k
         self.hops = hops
@@ -371,6 +379,20 @@ class ConceptLocalSearch(_ConceptVariant):
         self.concept_vectors = concept_vectors
         self.theta_sem = theta_sem
         self.theta_co = theta_co
+        self.ranking = ranking
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (*self.structures, "bm25") if self.ranking == "hybrid" else self.structures
+
+    def chunk_ranking(self, index: IndexView, state: State) -> FloatArray:
+        """The score that orders chunks in the reranking (see ``ranking``), by row."""
+        q = state.vector(index)
+        if self.ranking == "dense":
+            return chunk_similarities(index, q)
+        if self.ranking == "hybrid":
+            return hybrid_chunk_scores(index, state.question, q)
+        raise ConfigError(f"{self.name}: ranking must be 'dense' or 'hybrid', got {self.ranking!r}")
 
     def beta(self, state: State) -> int:
         """The token budget: the query's, else the setting."""
@@ -384,7 +406,7 @@ class ConceptLocalSearch(_ConceptVariant):
         rows, direct, expanded = concept_local_search(
             q,
             graph,
-            chunk_similarities(index, q),
+            self.chunk_ranking(index, state),
             index.chunks.n_tokens,
             self.beta(state),
             k=check_positive_int(self, "k", self.k),

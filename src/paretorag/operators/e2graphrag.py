@@ -96,7 +96,9 @@ def node_weights(
     """Occurrence weights of tree nodes: a summary's is the sum of its children's (§3.2).
 
     Applied recursively, that is the sum over the summary's leaves, which are the
-    contiguous chunk rows ``first_row .. last_row``: a range sum over a prefix sum.
+    contiguous positions ``first_row .. last_row`` of ``chunk_weights`` (given in the
+    tree's leaf order, :meth:`~paretorag.graphs.tree.TreeArrays.in_leaf_order`): a
+    range sum over a prefix sum.
     """
     prefix = np.concatenate([[0], np.cumsum(chunk_weights, dtype=np.int64)])
     return (prefix[last_row[nodes] + 1] - prefix[first_row[nodes]]).astype(np.int64)
@@ -194,7 +196,10 @@ def load_state(index: IndexView) -> E2State:
         tree = TreeArrays.from_structure(tdata)
         meta = gdata.meta
         extractor = EntityExtractor(
-            labels=tuple(meta["labels"]), split_names=bool(meta["split_names"]), sentences=meta["sentences"]
+            labels=tuple(meta["labels"]),
+            split_names=bool(meta["split_names"]),
+            sentences=meta["sentences"],
+            common_nouns=bool(meta.get("common_nouns", True)),
         )
         tokens = np.asarray([index.count_tokens(s) for s in tree.summaries], dtype=np.int64)
         g = int(tdata.meta.get("settings", {}).get("g", 0))
@@ -378,17 +383,51 @@ class GlobalOccurrence(_E2Operator):
         weights_c = chunk_occurrences(e2.graph.node_chunks, sources)
         if self.dense:
             cands = CollapsedTree(k=2 * k).run(index, state)
-            w = node_weights(weights_c, tree.first_row, tree.last_row, cands.ids)
+            w = node_weights(tree.in_leaf_order(weights_c), tree.first_row, tree.last_row, cands.ids)
             return occurrence_ranking(cands, w, k)
         allnodes = np.arange(tree.n_nodes, dtype=np.int64)
-        w = node_weights(weights_c, tree.first_row, tree.last_row, allnodes)
+        w = node_weights(tree.in_leaf_order(weights_c), tree.first_row, tree.last_row, allnodes)
         keep = np.flatnonzero(w > 0)  # without dense scores, a zero-weight node is arbitrary
         return occurrence_ranking(Scored(allnodes[keep], np.zeros(keep.size, np.float32), "node"), w[keep], k)
+
+
+@register_operator
+class FillFromRanking(_E2Operator):
+    """Fill a short local result up to ``k`` from a fallback chunk ranking (not in the paper).
+
+    Index Mapping keeps only chunks holding both entities of a pair, often fewer than
+    ``k``; the remaining slots go to the best chunks of the ``"chunk"`` result (by
+    default the dense ranking, ``chunk.vdb``; any registered chunk ranking can take
+    its place) that are not already retrieved. The local chunks keep their order and
+    come first. Scores are ``1 / (1 + rank)`` over the joined list.
+
+    Parameters
+    ----------
+    k : int
+        Chunks wanted (25).
+    """
+
+    name = "e2graphrag.fill"
+    produces = "node"
+    consumes = ("node", "chunk")
+
+    def __init__(self, *, k: int = 25) -> None:
+        self.k = k
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        k = check_positive_int(self, "k", self.k)
+        kept = state.get("node").ids[:k]
+        ranking = state.get("chunk").ids
+        extra = ranking[~np.isin(ranking, kept)][: k - kept.size]
+        ids = np.concatenate([kept, extra]).astype(np.int64)
+        state.info["filled"] = int(extra.size)
+        return Scored(ids, rank_scores(ids.size), "node")
 
 
 __all__ = [
     "CollapsedTree",
     "E2State",
+    "FillFromRanking",
     "GlobalOccurrence",
     "LocalMapping",
     "QuestionEntities",

@@ -35,16 +35,20 @@ def entity_keys(
     names: Sequence[str],
     first_row: np.ndarray,
     last_row: np.ndarray,
+    leaf_rows: np.ndarray | None = None,
 ) -> list[tuple[str, ...]]:
     """The query entities (vertex ids ``sources``) found in each node's leaves.
 
-    A node's leaves are the chunk rows ``first_row .. last_row``: for a chunk, itself;
-    for a summary, every chunk it summarizes (those that gave it its occurrence
-    weight). ``names`` are all vertex names; entities keep the question's order.
+    A node's leaves are the positions ``first_row .. last_row`` in the tree's leaf
+    order ``leaf_rows`` (default: the chunk rows in order): for a chunk, itself; for a
+    summary, every chunk it summarizes (those that gave it its occurrence weight).
+    ``names`` are all vertex names; entities keep the question's order.
     """
     if sources.size == 0:
         return [() for _ in range(first_row.size)]
     occ = entity_chunks[sources].toarray()  # (query entities, chunks): a few rows
+    if leaf_rows is not None:
+        occ = occ[:, leaf_rows]
     prefix = np.concatenate([np.zeros((sources.size, 1), np.int64), np.cumsum(occ, axis=1)], axis=1)
     present = (prefix[:, last_row + 1] - prefix[:, first_row]) > 0
     return [
@@ -180,17 +184,24 @@ def evidence_units(
     nodes: IntArray,
     first_row: np.ndarray,
     keys: Sequence[tuple[str, ...]],
+    n_docs: Sequence[int] | None = None,
 ) -> list[Evidence]:
-    """Evidence for tree nodes (chunk rows below ``len(chunks)``, summaries after them)."""
+    """Evidence for tree nodes (chunk rows below ``len(chunks)``, summaries after them).
+
+    ``first_row`` is each node's first chunk row; ``n_docs`` the number of documents a
+    summary covers (default 1), named in its title when more than one.
+    """
     n = len(chunks)
     out: list[Evidence] = []
-    for node, r, key in zip(nodes.tolist(), first_row.tolist(), keys, strict=True):
+    spans = n_docs if n_docs is not None else [1] * len(keys)
+    for node, r, key, nd in zip(nodes.tolist(), first_row.tolist(), keys, spans, strict=True):
         doc, order = chunks.doc_ids[r], int(chunks.orders[r])
         if node < n:
             start, end = int(chunks.starts[r]), int(chunks.ends[r])
             out.append(Evidence(node, key, doc, chunks.titles[r], r, order, start, end, chunks.texts[r]))
         else:
-            title = f"{chunks.titles[r]} (summary)".strip()
+            more = f" and {nd - 1} more" if nd > 1 else ""
+            title = f"{chunks.titles[r]}{more} (summary)".strip()
             out.append(
                 Evidence(node, key, doc, title, r, order, -1, -1, summaries[node - n], is_summary=True)
             )
@@ -249,8 +260,12 @@ class EvidenceFormat(Operator):
             state.items, state.context_text = [], ""
             return Scored(rows, rank_scores(rows.size))
         first, last = tree.first_row[ids], tree.last_row[ids]
-        keys = entity_keys(graph.node_chunks, sources, graph.names, first, last)
-        units = evidence_units(chunks, tree.summaries, ids, first, keys)
+        keys = entity_keys(graph.node_chunks, sources, graph.names, first, last, tree.leaf_rows)
+        n_docs = [
+            len({chunks.doc_ids[r] for r in tree.leaf_rows[a : b + 1]}) if b > a else 1
+            for a, b in zip(first.tolist(), last.tolist(), strict=True)
+        ]
+        units = evidence_units(chunks, tree.summaries, ids, tree.leaf_rows[first], keys, n_docs)
         rank = {int(node): j for j, node in enumerate(ids)}
         keep, fits = _within_budget(index, units, state.options.budget.max_tokens)
         groups = group_evidence(units[:keep])

@@ -7,7 +7,8 @@ operator          what it does                                                 A
 ================  ===========================================================  ==========
 relation.facts    fact scores ``<M(q), M(f)>``, min-max normalized; top-k      4, 5
 relation.recognition  the facts an LLM keeps as relevant (HippoRAG 2's         5
-                  recognition memory; generative LLM only)
+                  recognition memory; passes the facts through without a
+                  generative LLM)
 node.facts        entity weight = fact score / the entity's passage count;     6, 7
                   top-k' seed entities
 chunk.ppr         PPR over phrase + passage nodes from the seeds and the       8, 9
@@ -28,9 +29,17 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
+from ..providers.base import is_generative
 from ..types import Scored
-from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
-from .common import check_k, choose, edges_of, generative_llm, seed_vector, seeds
+from .base import (
+    Operator,
+    check_fraction,
+    check_nonneg_int,
+    check_positive_int,
+    load_graph,
+    register_operator,
+)
+from .common import check_k, choose, edges_of, seed_vector, seeds
 
 if TYPE_CHECKING:
     from ..graph import Graph
@@ -108,7 +117,10 @@ class RelationRecognition(Operator):
         cand = seeds(state, self.source, len(e), "relation").sorted()
         if not len(cand):
             return Scored.empty("relation")
-        llm = generative_llm(index, self)
+        llm = index.llm(f"query.{self.name}")
+        if not is_generative(llm):
+            state.info["fact_filter"] = "skipped: the LLM is not generative"
+            return cand.top(k)
         texts = [e.text(int(j), graph.names) for j in cand.ids]
         kept = choose(llm, state.question, "facts", texts, k)
         return Scored(cand.ids[kept], cand.scores[kept], "relation").sorted()
@@ -191,6 +203,9 @@ class ChunkPPR(Operator):
         Weight of the dense passage prior in the restart vector (HippoRAG 2: 0.05).
     prior_top : int, optional
         Only the ``prior_top`` best dense passages get a prior (HippoRAG 2: all, ``None``).
+    keep_dense : int
+        The ``keep_dense`` best dense passages come first, in dense order, and PPR ranks
+        the rest (HippoRAG 2: 0).
     fallback : {"dense", "none"}
         What to return when there is no seed entity.
     source : str
@@ -212,6 +227,7 @@ class ChunkPPR(Operator):
         damping: float = 0.5,
         passage_node_weight: float = 0.05,
         prior_top: int | None = None,
+        keep_dense: int = 0,
         fallback: str = "dense",
         source: str = "entity",
     ) -> None:
@@ -220,6 +236,7 @@ class ChunkPPR(Operator):
         self.damping = damping
         self.passage_node_weight = passage_node_weight
         self.prior_top = prior_top
+        self.keep_dense = keep_dense
         self.fallback = fallback
         self.source = source
 
@@ -232,6 +249,7 @@ class ChunkPPR(Operator):
                 f"ChunkPPR.passage_node_weight must be a number >= 0 (HippoRAG 2: 0.05), got {w!r}"
             )
         top = check_k(self, "prior_top", self.prior_top)
+        keep = check_nonneg_int(self, "keep_dense", self.keep_dense)
         if self.fallback not in FALLBACKS:
             raise ConfigError(f"ChunkPPR.fallback must be one of {FALLBACKS}, got {self.fallback!r}")
         graph = load_graph(index, self.graph)
@@ -242,8 +260,8 @@ class ChunkPPR(Operator):
                 return Scored.empty("chunk")
             return index.dense_search(state.vector(index), k)
         passage = np.zeros(n_chunks)
+        dense = index.dense_search(state.vector(index), n_chunks) if w > 0 or keep else Scored.empty()
         if w > 0:
-            dense = index.dense_search(state.vector(index), n_chunks)
             prior = min_max(dense.scores) * float(w)
             if top is not None:
                 prior[top:] = 0.0  # ids are best first
@@ -251,8 +269,52 @@ class ChunkPPR(Operator):
         t = index.cached(f"transition:passages:{self.graph}", lambda: passage_transition(graph))
         r = pagerank(None, damping=damping, personalization=np.r_[entity, passage], transition_t=t)
         scores = r[n:]
+        if keep:
+            # the best dense passages first, above every PPR score, in dense order
+            kept = dense.ids[: min(keep, k)]
+            scores[kept] = float(scores.max()) + np.arange(kept.size, 0, -1, dtype=np.float64)
         rows = np.flatnonzero(scores > 0)
         return top_k(scores[rows], k, "chunk", rows=rows)
 
 
 __all__ = ["ChunkPPR", "NodeFacts", "RelationFacts", "RelationRecognition", "min_max", "passage_transition"]
+
+
+@register_operator
+class NodeMentions(Operator):
+    """Seed entities named in the question itself, added to the fact seeds (offline variant).
+
+    The question's named entities and noun phrases (spaCy, as the offline facts) that are
+    phrase nodes of the graph by exact normalized name get weight ``weight`` / their
+    passage count; seeds already in the ``source`` result keep the larger weight. Not in
+    HippoRAG 2: an LLM-free way to seed the walk where spaCy facts match poorly.
+    """
+
+    name = "node.mentions"
+    kind = "node"
+    produces = "entity"
+    consumes = ("entity",)
+    paper = "ea-graphrag §3.4.2 (seed entities); offline variant, not in HippoRAG 2"
+
+    def __init__(self, *, graph: str = "fact_graph", weight: float = 1.0, source: str = "entity") -> None:
+        self.graph = graph
+        self.weight = weight
+        self.source = source
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        from ..providers.nlp_kg import extract_kg, kg_name
+
+        w = self.weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w) or w < 0:
+            raise ConfigError(f"NodeMentions.weight must be a number >= 0, got {w!r}")
+        graph = load_graph(index, self.graph)
+        score = np.clip(seed_vector(state, self.source, graph.n_nodes, "entity"), 0.0, None)
+        ex = extract_kg([state.question])[0]
+        names = {kg_name(n) for n, _, _ in ex.entities} | {kg_name(n) for n, _ in ex.nouns}
+        rows = [graph.ids[n] for n in sorted(names) if n in graph.ids]
+        if rows:
+            count = index.cached(f"passage_counts:{self.graph}", lambda: passage_counts(graph))
+            r = np.asarray(rows, dtype=np.int64)
+            score[r] = np.maximum(score[r], float(w) / np.maximum(count[r], 1.0))
+        keep = np.flatnonzero(score > 0)
+        return top_k(score[keep], keep.size, "entity", rows=keep)

@@ -22,6 +22,7 @@ node.tfidf     top-k passages by TF-IDF of the question            KGP
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -136,7 +137,8 @@ class NodePPR(Operator):
     HippoRAG and FastGraphRAG: the restart probability of each node is its seed
     score (negative scores count as zero); damping 0.5 as in HippoRAG's released
     code. ``k=None`` keeps every node with a positive score (what the relation
-    Aggregator sums over).
+    Aggregator sums over). ``source`` may name several results, whose scores are
+    summed into one restart vector (FastGraphRAG: Link and VDB).
     """
 
     name = "node.ppr"
@@ -146,7 +148,12 @@ class NodePPR(Operator):
     paper = "unified-framework §6.1 node PPR, Table 3 (HippoRAG, FastGraphRAG); HippoRAG §3.2"
 
     def __init__(
-        self, *, graph: str = "kg", k: int | None = 4, damping: float = 0.5, source: str = "entity"
+        self,
+        *,
+        graph: str = "kg",
+        k: int | None = 4,
+        damping: float = 0.5,
+        source: str | Sequence[str] = "entity",
     ) -> None:
         self.graph = graph
         self.k = k
@@ -179,6 +186,7 @@ class NodeAgent(Operator):
     produces = "entity"
     consumes = ("entity",)
     uses_llm = True
+    generative_only = True
     paper = "unified-framework §6.1 node Agent, Table 3 (ToG, DALK); ToG §2.2 (entity pruning)"
 
     def __init__(
@@ -197,7 +205,14 @@ class NodeAgent(Operator):
         if not len(cand):
             return Scored.empty(KIND)
         llm = generative_llm(index, self)
-        picked = choose(llm, state.question, "entities", [node_text(graph, int(r)) for r in cand.ids], k)
+        texts = [
+            f"{index.chunks.titles[int(r)]}: {index.chunks.texts[int(r)][:600]}"
+            if graph.kinds[int(r)] == "passage"  # a passage-graph node is its chunk (KGP)
+            else node_text(graph, int(r))
+            for r in cand.ids
+        ]
+        what = "passages" if texts and graph.kinds[int(cand.ids[0])] == "passage" else "entities"
+        picked = choose(llm, state.question, what, texts, k)
         return ranked([int(cand.ids[i]) for i in picked], KIND)
 
 

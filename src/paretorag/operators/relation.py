@@ -146,6 +146,7 @@ class RelationAgent(Operator):
     produces = "relation"
     consumes = ("relation",)
     uses_llm = True
+    generative_only = True
     paper = "unified-framework §6.1 relationship Agent, Table 3 (ToG); ToG §2.2 (relation pruning)"
 
     def __init__(

@@ -222,6 +222,7 @@ class SubgraphAgentPath(Operator):
     produces = "subgraph"
     consumes = ("subgraph",)
     uses_llm = True
+    generative_only = True
     paper = "unified-framework §6.1 subgraph AgentPath, Table 3 (DALK)"
 
     def __init__(self, *, graph: str = "kg", n_paths: int = 4, max_candidates: int = 30) -> None:

@@ -183,7 +183,10 @@ class SentenceTransformerEmbedder:
         self.tokenizer = WordPieceTokenizer(None, self.name, loader=lambda: self.model.tokenizer)
         self._dim = _dim_from_files(model_path)
         self._model: Any = None
-        self._lock = threading.Lock()
+        # one lock for the model and its tokenizer (the same fast tokenizer object): builders
+        # count tokens and embed from parallel threads, and a count must not change the
+        # tokenizer's padding state under an encode running in another thread
+        self._lock = self.tokenizer._lock
         self._load_lock = threading.Lock()
 
     @property

@@ -12,6 +12,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -145,6 +146,36 @@ class JSONClient:
                     raise err(f"{url} answered {last} after {attempt + 1} attempts")
             self._sleep(self._delay(attempt, retry_after))
         raise LLMError(f"{url}: no attempt made")  # unreachable: the loop returns or raises
+
+    def stream(self, path: str, payload: dict[str, Any]) -> Iterator[Any]:
+        """POST and yield the decoded ``data:`` events of a server-sent-event response, up
+        to ``data: [DONE]``. One attempt: callers fall back to :meth:`post` (which retries)
+        when it fails before the first event."""
+        url = self.base_url + path
+        try:
+            with self._http.stream("POST", url, json=payload) as resp:
+                if resp.status_code >= 400:
+                    body = resp.read().decode("utf-8", "replace")
+                    raise LLMError(f"{url} refused the request: HTTP {resp.status_code}: {body[:300]}")
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue  # comments, event names, keep-alives
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    try:
+                        yield json.loads(data)
+                    except json.JSONDecodeError:
+                        raise LLMResponseError(
+                            f"{url} streamed an event that is not JSON: {data[:120]!r}"
+                        ) from None
+        except httpx.TimeoutException:
+            raise LLMTimeoutError(
+                f"{url} timed out after {self._http.timeout.read}s while streaming; raise the timeout or check the server"
+            ) from None
+        except httpx.TransportError as exc:
+            hint = f"; {self.hint}" if self.hint else ""
+            raise LLMError(f"{url}: cannot connect ({exc}); is the server running?{hint}") from None
 
     def close(self) -> None:
         self._http.close()

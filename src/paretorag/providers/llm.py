@@ -1,8 +1,9 @@
 """LLM backends behind one interface (:class:`paretorag.providers.base.LLM`).
 
-- ``extractive`` (default, no model): summaries are the most central sentences
-  (degree centrality over TF-IDF cosine, as in LexRank); answers are the evidence
-  sentences closest to the question, each cited as ``[n]``.
+- ``extractive`` (default, no model; :mod:`paretorag.providers.extractive`): summaries
+  are the most central sentences (LexRank); answers are the one to three sentences that
+  best answer the question (embedder similarity, IDF-weighted term overlap, passage
+  rank), each cited as ``[n]``.
 - ``openai``: any OpenAI-compatible chat server (vLLM, Ollama, llama.cpp server, hosted).
 - ``llamacpp``: an in-process GGUF model (optional extra ``paretorag[llamacpp]``).
 - ``fake``: scripted responses, for tests (:class:`FakeLLM`).
@@ -13,192 +14,15 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError, MissingDependencyError
+from .base import Completion, Request
+from .extractive import ExtractiveLLM
 
-from ..errors import ConfigError, LLMResponseError, MissingDependencyError
-from ..textutil import split_sentences
-from .base import Completion, Request, Task
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "from",
-        "by",
-        "with",
-        "and",
-        "or",
-        "but",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "as",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "what",
-        "when",
-        "where",
-        "why",
-        "how",
-        "do",
-        "does",
-        "did",
-        "has",
-        "have",
-        "had",
-        "not",
-        "no",
-        "than",
-        "then",
-        "there",
-        "their",
-        "they",
-        "he",
-        "she",
-        "his",
-        "her",
-        "him",
-        "we",
-        "you",
-        "your",
-        "i",
-        "me",
-        "my",
-        "our",
-        "us",
-    ]
-)
-
-
-def _terms(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
-
-
-def _tfidf(docs: Sequence[str]) -> np.ndarray:
-    """L2-normalized TF-IDF rows for a handful of sentences (vocabulary of the batch)."""
-    vocab: dict[str, int] = {}
-    rows = [[vocab.setdefault(t, len(vocab)) for t in _terms(d)] for d in docs]
-    mat = np.zeros((len(docs), max(len(vocab), 1)), dtype=np.float32)
-    for i, ids in enumerate(rows):
-        for j in ids:
-            mat[i, j] += 1.0
-    df = (mat > 0).sum(axis=0)
-    mat *= np.log((1 + len(docs)) / (1 + df)) + 1.0
-    norms = np.linalg.norm(mat, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return mat / norms
-
-
-class ExtractiveLLM:
-    """An LLM-free backend that extracts instead of generating.
-
-    Parameters
-    ----------
-    summary_ratio : float
-        Summary length as a fraction of the input words (at least one sentence).
-    max_summary_words : int
-        Upper bound on a summary's length.
-    answer_sentences : int
-        Evidence sentences in an answer.
-    """
-
-    name = "extractive"
-    generative = False  # cannot follow instructions: agent operators refuse it
-
-    def __init__(
-        self, *, summary_ratio: float = 0.2, max_summary_words: int = 200, answer_sentences: int = 2
-    ) -> None:
-        self.summary_ratio = summary_ratio
-        self.max_summary_words = max_summary_words
-        self.answer_sentences = answer_sentences
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        return {
-            "backend": "extractive",
-            "summary_ratio": self.summary_ratio,
-            "max_summary_words": self.max_summary_words,
-            "answer_sentences": self.answer_sentences,
-        }
-
-    def complete(self, request: Request) -> Completion:
-        task = request.task
-        if task.kind == "summarize":
-            return Completion(self._summarize(task))
-        if task.kind == "answer":
-            return Completion(self._answer(task))
-        raise ConfigError(
-            "the extractive backend can only summarize and answer (Task kind 'summarize' or 'answer'); "
-            "configure a generative LLM (--llm openai:MODEL or llamacpp:GGUF) for other prompts"
-        )
-
-    def _summarize(self, task: Task) -> str:
-        sents = [s for t in task.texts for s in split_sentences(t)]
-        if not sents:
-            return ""
-        words = sum(len(s.split()) for s in sents)
-        budget = task.max_words or min(self.max_summary_words, max(1, int(words * self.summary_ratio)))
-        sim = _tfidf(sents)
-        centrality = (sim @ sim.T).sum(axis=1)
-        chosen: list[int] = []
-        used = 0
-        for i in np.argsort(-centrality, kind="stable"):
-            n = len(sents[i].split())
-            if chosen and used + n > budget:
-                continue
-            chosen.append(int(i))
-            used += n
-            if used >= budget:
-                break
-        return " ".join(sents[i] for i in sorted(chosen))
-
-    def _answer(self, task: Task) -> str:
-        cands: list[tuple[int, str]] = []
-        for n, text in enumerate(task.texts, start=1):
-            cands.extend((n, s) for s in split_sentences(text))
-        if not cands or not _terms(task.question):
-            return "The context does not contain an answer."
-        mat = _tfidf([task.question] + [s for _, s in cands])
-        scores = mat[1:] @ mat[0]
-        # a sentence often continues the previous one ("It was finished in 1889."):
-        # add half of the previous sentence's score within the same passage
-        prev = np.zeros_like(scores)
-        same = np.array([cands[i][0] == cands[i - 1][0] for i in range(1, len(cands))], dtype=bool)
-        prev[1:] = np.where(same, scores[:-1], 0.0)
-        scores = scores + 0.5 * prev
-        best = float(scores.max())
-        # keep only sentences close to the best one: a weak second sentence is noise
-        order = [
-            int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0 and scores[i] >= 0.6 * best
-        ]
-        order = order[: self.answer_sentences]
-        if not order:
-            return "The context does not contain an answer."
-        return " ".join(f"{cands[i][1]} [{cands[i][0]}]" for i in sorted(order))
+__all__ = ["ExtractiveLLM", "FakeLLM", "LlamaCppLLM", "OpenAILLM", "make_llm", "smollm2_path"]
 
 
 class OpenAILLM:
@@ -278,6 +102,52 @@ class OpenAILLM:
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
         )
+
+    def stream(self, request: Request) -> Iterator[str]:
+        """The answer as it is generated (``"stream": true``, server-sent events).
+
+        A stream that fails before its first piece (HTTP 429/5xx, a refused stream) is
+        retried as one :meth:`complete` call, with its retries and error messages; a
+        timeout is reported at once.
+        """
+        payload = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+        }
+        started = False
+        with self._slots:
+            try:
+                for event in self.client.stream("/chat/completions", payload):
+                    piece = _delta_text(event)
+                    if piece:
+                        started = True
+                        yield piece
+                return
+            except LLMTimeoutError:
+                raise
+            except LLMError:
+                if started:
+                    raise
+        yield self.complete(request).text
+
+
+def _delta_text(event: Any) -> str:
+    """The text of one streamed chat-completions chunk (``choices[0].delta.content``)."""
+    try:
+        choices = event["choices"]
+        if not choices:  # the usage chunk of stream_options.include_usage
+            return ""
+        text = choices[0].get("delta", {}).get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise LLMResponseError(
+            f"chat server streamed a chunk without choices[0].delta: {str(event)[:200]}"
+        ) from None
+    if not isinstance(text, str):
+        raise LLMResponseError(f"chat server streamed non-text content: {str(text)[:200]}")
+    return text
 
 
 def _chat_text(data: Any) -> str:
@@ -401,6 +271,10 @@ class FakeLLM:
         if not self.responses:
             raise ConfigError("FakeLLM needs at least one scripted response")
         return Completion(self.responses[(n - 1) % len(self.responses)])
+
+    def stream(self, request: Request) -> Iterator[str]:
+        """The scripted response in word-sized pieces (as a streaming server sends it)."""
+        yield from re.findall(r"\s*\S+", self.complete(request).text)
 
 
 def make_llm(spec: str | None) -> Any:

@@ -11,7 +11,10 @@ What counts as an entity (following the authors' released code, ``extract_graph.
   a multi-word ``PERSON`` is split into its name parts when ``split_names`` is true,
   so that "Harry Potter" and a later bare "Harry" meet on the vertex ``harry``;
 - every other ``NOUN`` and ``PROPN`` token outside those entities (tokens inside
-  entities of other labels, such as a ``WORK_OF_ART``, still count as nouns).
+  entities of other labels, such as a ``WORK_OF_ART``, still count as nouns);
+  with ``common_nouns=False`` only the proper nouns (``NNP``/``NNPS``): named
+  entities and names only, no generic nouns such as "film" or "county" (not in the
+  paper; see :class:`paretorag.graphs.entities.EntityGraph`).
 
 Normalization (:func:`normalize`): lower case, possessive ``'s`` and punctuation
 removed, whitespace collapsed, a leading article dropped; plural common nouns are
@@ -133,15 +136,16 @@ class _EntityComponent:
     in the worker processes too; the parent only deserializes the documents.
     """
 
-    def __init__(self, nlp: Language, labels: Sequence[str], split_names: bool) -> None:
+    def __init__(
+        self, nlp: Language, labels: Sequence[str], split_names: bool, common_nouns: bool = True
+    ) -> None:
         self.labels = frozenset(labels)
         self.split_names = bool(split_names)
         self._nlp = nlp
         self._plural: dict[str, str] = {}
         self._rules: _NounRules | None = None
-        self._noun_tags = np.array(
-            [nlp.vocab.strings.add(t) for t in (*_NOUN_TAGS, *_PROPN_TAGS)], dtype=np.uint64
-        )
+        tags = (*_NOUN_TAGS, *_PROPN_TAGS) if common_nouns else tuple(_PROPN_TAGS)
+        self._noun_tags = np.array([nlp.vocab.strings.add(t) for t in tags], dtype=np.uint64)
 
     def _lemma(self, tok: Any) -> str:
         """Lower-cased noun, plurals (``NNS``, ``NNPS``) through spaCy's noun rules (memoized).
@@ -201,13 +205,17 @@ def _register_factory() -> None:
     if Language.has_factory(COMPONENT):
         return
 
-    @Language.factory(COMPONENT, default_config={"labels": list(DEFAULT_LABELS), "split_names": True})
-    def _make(nlp: Language, name: str, labels: list[str], split_names: bool) -> _EntityComponent:
-        return _EntityComponent(nlp, labels, split_names)
+    @Language.factory(
+        COMPONENT, default_config={"labels": list(DEFAULT_LABELS), "split_names": True, "common_nouns": True}
+    )
+    def _make(
+        nlp: Language, name: str, labels: list[str], split_names: bool, common_nouns: bool
+    ) -> _EntityComponent:
+        return _EntityComponent(nlp, labels, split_names, common_nouns)
 
 
 _LOCK = threading.Lock()
-_PIPELINES: dict[tuple[str, tuple[str, ...], bool, str], Language] = {}
+_PIPELINES: dict[tuple[str, tuple[str, ...], bool, str, bool], Language] = {}
 
 
 def load_pipeline(
@@ -216,6 +224,7 @@ def load_pipeline(
     split_names: bool = True,
     sentences: SentenceMode = "senter",
     model: str = MODEL,
+    common_nouns: bool = True,
 ) -> Language:
     """The spaCy pipeline for entity extraction (loaded once per process and settings).
 
@@ -229,7 +238,7 @@ def load_pipeline(
     """
     if sentences not in ("senter", "sentencizer"):
         raise ConfigError(f"sentences must be 'senter' or 'sentencizer', got {sentences!r}")
-    key = (model, tuple(labels), bool(split_names), sentences)
+    key = (model, tuple(labels), bool(split_names), sentences, bool(common_nouns))
     with _LOCK:
         nlp = _PIPELINES.get(key)
         if nlp is not None:
@@ -252,7 +261,12 @@ def load_pipeline(
         else:
             nlp.add_pipe("sentencizer", first=True)
         _register_factory()
-        nlp.add_pipe(COMPONENT, config={"labels": list(labels), "split_names": bool(split_names)})
+        config = {
+            "labels": list(labels),
+            "split_names": bool(split_names),
+            "common_nouns": bool(common_nouns),
+        }
+        nlp.add_pipe(COMPONENT, config=config)
         _PIPELINES[key] = nlp
         return nlp
 
@@ -286,6 +300,9 @@ class EntityExtractor:
     sentences : {"senter", "sentencizer"}
         Sentence splitter for co-occurrence: spaCy's small statistical ``senter``
         (default) or the rule-based ``sentencizer`` (faster, punctuation only).
+    common_nouns : bool
+        Keep common nouns (``NN``/``NNS``) as entities, as the paper does (default);
+        False keeps named entities and proper nouns only.
     n_process : int
         Processes for :meth:`extract` (``nlp.pipe``); 1 runs in this process.
     batch_size : int
@@ -298,6 +315,7 @@ class EntityExtractor:
         labels: Sequence[str] = DEFAULT_LABELS,
         split_names: bool = True,
         sentences: SentenceMode = "senter",
+        common_nouns: bool = True,
         n_process: int = 1,
         batch_size: int = 8,
     ) -> None:
@@ -312,12 +330,18 @@ class EntityExtractor:
         self.labels = tuple(labels)
         self.split_names = split_names
         self.sentences = sentences
+        self.common_nouns = bool(common_nouns)
         self.n_process = n_process
         self.batch_size = batch_size
 
     @property
     def nlp(self) -> Language:
-        return load_pipeline(self.labels, split_names=self.split_names, sentences=self.sentences)
+        return load_pipeline(
+            self.labels,
+            split_names=self.split_names,
+            sentences=self.sentences,
+            common_nouns=self.common_nouns,
+        )
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
         """Entity terms per sentence of each text, in input order (``nlp.pipe``).
@@ -338,6 +362,7 @@ class EntityExtractor:
             "labels": list(self.labels),
             "split_names": bool(self.split_names),
             "sentences": self.sentences,
+            "common_nouns": self.common_nouns,
             "batch_size": self.batch_size,
         }
         yield from parallel_extract(texts, settings, n_process)

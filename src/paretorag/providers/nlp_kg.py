@@ -193,6 +193,7 @@ def _register_factory() -> None:
 
 
 _LOCK = threading.Lock()
+_COMPUTE = threading.Lock()  # serializes extractions, so that parallel builders share one pass
 _PIPELINES: dict[str, Language] = {}
 _MEMO: dict[str, KGExtraction] = {}
 _MEMO_MAX = 500_000
@@ -239,6 +240,13 @@ def extract_kg(texts: Sequence[str], *, n_process: int = 1, batch_size: int = 16
     if isinstance(n_process, bool) or not isinstance(n_process, int) or n_process < 1:
         raise ConfigError(f"n_process must be a positive integer, got {n_process!r}")
     keys = [_key(t) for t in texts]
+    # one extraction at a time: the KG, TKG and RKG builders run in parallel threads on the
+    # same chunks; the second and third wait for the first and find its results memoized
+    with _COMPUTE:
+        return _extract(keys, texts, n_process, batch_size)
+
+
+def _extract(keys: list[str], texts: Sequence[str], n_process: int, batch_size: int) -> list[KGExtraction]:
     with _LOCK:
         found = {k: _MEMO[k] for k in keys if k in _MEMO}
     todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}

@@ -110,7 +110,12 @@ def worker_main(settings_json: str) -> None:
             sys.stdout.write(json.dumps(run_kg_pipe(kg, json.loads(line), cfg["batch_size"])) + "\n")
             sys.stdout.flush()
         return
-    nlp = load_pipeline(tuple(cfg["labels"]), split_names=cfg["split_names"], sentences=cfg["sentences"])
+    nlp = load_pipeline(
+        tuple(cfg["labels"]),
+        split_names=cfg["split_names"],
+        sentences=cfg["sentences"],
+        common_nouns=cfg.get("common_nouns", True),
+    )
     for line in sys.stdin:
         out = [[e.sentences, e.n_tokens] for e in run_pipe(nlp, json.loads(line), cfg["batch_size"])]
         sys.stdout.write(json.dumps(out) + "\n")

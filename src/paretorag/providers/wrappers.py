@@ -6,7 +6,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -37,6 +37,15 @@ def llm_identity(llm: LLM) -> str | dict[str, Any]:
     """What identifies an LLM's answers: its ``identity`` mapping when it has one, else its name."""
     ident = getattr(llm, "identity", None)
     return dict(ident) if isinstance(ident, Mapping) else llm.name
+
+
+def stream_text(llm: LLM, request: Request) -> Iterator[str]:
+    """The answer in pieces: ``llm.stream(request)`` when the backend streams, else one piece."""
+    stream = getattr(llm, "stream", None)
+    if callable(stream):
+        yield from stream(request)
+    else:
+        yield llm.complete(request).text
 
 
 class CachedLLM:
@@ -71,6 +80,22 @@ class CachedLLM:
             ),
         )
         return out
+
+    def stream(self, request: Request) -> Iterator[str]:
+        """Stream from the backend (a cached answer comes as one piece), then cache it."""
+        key = request_key(self._identity, request)
+        hit = self._store.get_llm(key)
+        if hit is not None:
+            yield json.loads(hit)["text"]
+            return
+        pieces: list[str] = []
+        for piece in stream_text(self.inner, request):
+            pieces.append(piece)
+            yield piece
+        text = "".join(pieces)
+        self._store.put_llm(
+            key, self.name, json.dumps({"text": text, "prompt_tokens": None, "completion_tokens": None})
+        )
 
 
 class CountingLLM:
@@ -109,6 +134,24 @@ class CountingLLM:
             s.seconds += dt
             s.cached += int(out.cached)
         return Completion(out.text, pt, ct, out.cached)
+
+    def stream(self, request: Request) -> Iterator[str]:
+        """Stream, then count the call (tokens counted with the tokenizer: streams do not report them)."""
+        t0 = time.perf_counter()
+        pieces: list[str] = []
+        try:
+            for piece in stream_text(self.inner, request):
+                pieces.append(piece)
+                yield piece
+        finally:
+            dt = time.perf_counter() - t0
+            pt, ct = self._tok.count(["\n".join(m.content for m in request.messages), "".join(pieces)])
+            with self._lock:
+                s = self.usage.stage(self.stage)
+                s.calls += 1
+                s.prompt_tokens += pt
+                s.completion_tokens += ct
+                s.seconds += dt
 
 
 def complete_many(

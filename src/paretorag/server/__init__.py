@@ -1,0 +1,27 @@
+"""``paretorag serve``: the HTTP API and web page over one index (needs ``paretorag[serve]``).
+
+- :mod:`.app` the FastAPI routes, errors as JSON, body limits, the page at ``/``
+- :mod:`.service` reading RAGs lent one per request, the single writer, limits
+- :mod:`.jobs` writes as jobs with progress; :mod:`.auth` API keys; :mod:`.metrics` Prometheus text
+"""
+
+from __future__ import annotations
+
+from ..errors import MissingDependencyError
+
+try:
+    from .app import create_app
+    from .auth import KeyRing
+    from .service import Limits, Service
+except ImportError as exc:  # fastapi, uvicorn or python-multipart missing
+    if exc.name and exc.name.split(".")[0] in (
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "multipart",
+        "python_multipart",
+    ):
+        raise MissingDependencyError(f"the server needs {exc.name}: pip install 'paretorag[serve]'") from exc
+    raise
+
+__all__ = ["KeyRing", "Limits", "Service", "create_app"]

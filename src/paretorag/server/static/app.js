@@ -1,0 +1,253 @@
+// The paretorag page: no build step, no dependencies. Every text from the server is put
+// into the page as text (textContent), never as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const KEY = "paretorag-api-key";
+let lastContexts = [];
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  const key = localStorage.getItem(KEY);
+  if (key) h["Authorization"] = "Bearer " + key;
+  return h;
+}
+
+async function errorText(resp) {
+  try {
+    const body = await resp.json();
+    if (body && body.error) return `${resp.status}: ${body.error.message}`;
+  } catch (e) { /* not JSON */ }
+  return `${resp.status} ${resp.statusText}`;
+}
+
+function show(el, text) { el.textContent = text; el.hidden = !text; }
+
+// -- the key ------------------------------------------------------------------
+function keyStatus() {
+  $("key-status").textContent = localStorage.getItem(KEY) ? "key saved" : "no key";
+}
+$("key-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const v = $("api-key").value.trim();
+  if (v) localStorage.setItem(KEY, v);
+  $("api-key").value = "";
+  keyStatus();
+  loadMethods();
+});
+$("forget-key").addEventListener("click", () => { localStorage.removeItem(KEY); keyStatus(); });
+
+// -- tabs ---------------------------------------------------------------------
+for (const tab of document.querySelectorAll(".tab")) {
+  tab.addEventListener("click", () => {
+    for (const t of document.querySelectorAll(".tab")) {
+      t.classList.toggle("active", t === tab);
+      $(t.dataset.panel).hidden = t !== tab;
+    }
+    if (tab.id === "tab-docs") loadDocuments();
+  });
+}
+
+// -- methods ------------------------------------------------------------------
+async function loadMethods() {
+  const resp = await fetch("/methods", { headers: headers() });
+  if (!resp.ok) { show($("error"), "methods: " + (await errorText(resp))); return; }
+  show($("error"), "");
+  const sel = $("method");
+  const current = sel.value || "vanilla";
+  sel.textContent = "";
+  const { methods } = await resp.json();
+  methods.sort((a, b) => (b.available - a.available) || a.name.localeCompare(b.name));
+  for (const m of methods) {
+    const opt = document.createElement("option");
+    opt.value = m.name;
+    opt.textContent = m.available ? m.name : `${m.name} (not built)`;
+    opt.disabled = !m.available;
+    opt.title = m.doc || "";
+    sel.appendChild(opt);
+  }
+  sel.value = methods.some((m) => m.name === current && m.available) ? current : "vanilla";
+}
+
+// -- asking -------------------------------------------------------------------
+function openPassage(n) {
+  const c = lastContexts[n - 1];
+  if (!c) return;
+  $("passage-title").textContent = `[${n}] ${c.title || "(untitled)"}`;
+  $("passage-score").textContent = Number(c.score).toFixed(3);
+  $("passage-id").textContent = c.chunk_id;
+  $("passage-text").textContent = c.text;
+  $("passage").showModal();
+}
+
+function renderAnswer(text) {
+  const el = $("answer");
+  el.textContent = "";
+  let last = 0;
+  for (const m of text.matchAll(/\[(\d{1,3})\]/g)) {
+    el.appendChild(document.createTextNode(text.slice(last, m.index)));
+    const n = Number(m[1]);
+    if (n >= 1 && n <= lastContexts.length) {
+      const a = document.createElement("a");
+      a.className = "cite";
+      a.dataset.n = String(n);
+      a.textContent = m[0];
+      a.href = "#";
+      a.addEventListener("click", (ev) => { ev.preventDefault(); openPassage(n); });
+      el.appendChild(a);
+    } else {
+      el.appendChild(document.createTextNode(m[0]));
+    }
+    last = m.index + m[0].length;
+  }
+  el.appendChild(document.createTextNode(text.slice(last)));
+}
+
+function renderContexts(contexts) {
+  lastContexts = contexts;
+  const ol = $("contexts");
+  ol.textContent = "";
+  contexts.forEach((c, i) => {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.className = "title cite";
+    a.href = "#";
+    a.textContent = c.title || "(untitled)";
+    a.addEventListener("click", (ev) => { ev.preventDefault(); openPassage(i + 1); });
+    li.appendChild(a);
+    li.appendChild(document.createTextNode(` (score ${Number(c.score).toFixed(3)}) ${c.text.slice(0, 200)}`));
+    ol.appendChild(li);
+  });
+}
+
+function renderDone(ans) {
+  renderContexts(ans.contexts);
+  renderAnswer(ans.answer || (ans.contexts.length ? "(passages only)" : "(nothing found)"));
+  $("route").textContent = `${ans.method} / ${ans.mode}${ans.branch ? " (" + ans.branch + ")" : ""}`;
+  $("latency").textContent = `${Math.round(ans.timings_ms.total)} ms`;
+  const u = ans.usage;
+  $("cost").textContent = `${u.llm_calls} call(s), ${u.prompt_tokens}+${u.completion_tokens} tokens`;
+}
+
+async function ask(ev) {
+  ev.preventDefault();
+  show($("error"), "");
+  const body = {
+    question: $("question").value,
+    method: $("method").value || "vanilla",
+    context_only: $("context-only").checked,
+  };
+  if ($("k").value) body.k = Number($("k").value);
+  $("ask").disabled = true;
+  $("result").hidden = false;
+  $("answer").textContent = "…";
+  $("route").textContent = $("latency").textContent = $("cost").textContent = "";
+  try {
+    const resp = await fetch("/query/stream", {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify(body),
+    });
+    if (!resp.ok) { $("result").hidden = true; show($("error"), await errorText(resp)); return; }
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "", streamed = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let event = "message", data = "";
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data += line.slice(5).trim();
+        }
+        const payload = data ? JSON.parse(data) : {};
+        if (event === "contexts") { renderContexts(payload.contexts); $("answer").textContent = ""; }
+        else if (event === "token") { streamed += payload.text; $("answer").textContent = streamed; }
+        else if (event === "done") renderDone(payload);
+        else if (event === "error") show($("error"), `${payload.status}: ${payload.message}`);
+      }
+    }
+  } catch (e) {
+    show($("error"), String(e));
+  } finally {
+    $("ask").disabled = false;
+  }
+}
+$("ask-form").addEventListener("submit", ask);
+
+// -- documents ----------------------------------------------------------------
+async function loadDocuments() {
+  const resp = await fetch("/documents", { headers: headers() });
+  if (!resp.ok) { show($("docs-error"), await errorText(resp)); return; }
+  show($("docs-error"), "");
+  const tbody = $("documents").querySelector("tbody");
+  tbody.textContent = "";
+  for (const d of (await resp.json()).documents) {
+    const tr = document.createElement("tr");
+    tr.dataset.docId = d.doc_id;
+    for (const v of [d.title, d.doc_id, d.n_chunks, d.source + (d.pending_delete ? " (delete pending)" : "")]) {
+      const td = document.createElement("td");
+      td.textContent = String(v);
+      tr.appendChild(td);
+    }
+    const td = document.createElement("td");
+    const b = document.createElement("button");
+    b.className = "delete";
+    b.dataset.docId = d.doc_id;
+    b.textContent = "Delete";
+    b.addEventListener("click", () => removeDocument(d.doc_id));
+    td.appendChild(b);
+    tr.appendChild(td);
+    tbody.appendChild(tr);
+  }
+}
+
+async function followJob(job) {
+  const status = $("job-status");
+  while (job.state !== "done" && job.state !== "failed") {
+    const stages = job.progress.map((s) => `${s.stage} ${s.done}/${s.total ?? "?"}`).join(", ");
+    status.textContent = `${job.kind}: ${job.state}${job.waiting_for ? " (" + job.waiting_for + ")" : ""} ${stages}`;
+    await new Promise((r) => setTimeout(r, 400));
+    const resp = await fetch(`/jobs/${job.id}`, { headers: headers() });
+    if (!resp.ok) { show($("docs-error"), await errorText(resp)); return; }
+    job = await resp.json();
+  }
+  if (job.state === "failed") { show($("docs-error"), `${job.kind} failed: ${job.error.message}`); status.textContent = ""; }
+  else {
+    const r = job.result;
+    status.textContent = job.kind === "insert"
+      ? `added ${r.added}, unchanged ${r.unchanged}; ${r.documents} documents` + (r.problems.length ? `; ${r.problems.join("; ")}` : "")
+      : `deleted ${r.deleted.length}; ${r.documents} documents`;
+  }
+  await loadDocuments();
+}
+
+async function submitJob(url, init) {
+  show($("docs-error"), "");
+  const resp = await fetch(url, init);
+  const body = await resp.json().catch(() => ({}));
+  if (!resp.ok) { show($("docs-error"), body.error ? `${resp.status}: ${body.error.message}` : `${resp.status}`); return; }
+  await followJob(body.job);
+}
+
+$("upload-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const files = $("files").files;
+  if (!files.length) { show($("docs-error"), "choose one or more files first"); return; }
+  const form = new FormData();
+  for (const f of files) form.append("files", f, f.name);
+  await submitJob("/documents", { method: "POST", headers: headers(), body: form });
+  $("files").value = "";
+});
+
+async function removeDocument(docId) {
+  await submitJob(`/documents/${docId}`, { method: "DELETE", headers: headers() });
+}
+
+keyStatus();
+loadMethods();

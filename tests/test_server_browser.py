@@ -1,0 +1,119 @@
+"""The web page in a real headless Chromium (Debian's chromium + chromedriver, driven by
+selenium; no browser is downloaded): ask, see the answer and open a citation, upload a
+file, delete it. Screenshots are saved in the test's tmp dir."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
+webdriver = pytest.importorskip(
+    "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
+)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+from paretorag.server import KeyRing, create_app  # noqa: E402
+
+from .server_util import build_index, live_server, write_corpus  # noqa: E402
+
+KEY = "rw-browser-0123456789abcdef"
+
+
+def _chromium() -> tuple[str, str]:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not browser or not driver:
+        pytest.skip(
+            "chromium/chromedriver not installed: run `make browser` (apt-get install chromium chromium-driver)"
+        )
+    return browser, driver
+
+
+@pytest.fixture
+def browser():
+    binary, driver_path = _chromium()
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=opts)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
+    ix = build_index(tmp_path / "ix", write_corpus(tmp_path / "src"))
+    upload = tmp_path / "newts.md"
+    upload.write_text("Newts are small amphibians that return to ponds every spring to breed.")
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    app = create_app(ix, keys=KeyRing.from_pairs([("write", KEY)]))
+    wait = WebDriverWait(browser, 20)
+    with live_server(app, limit_s=120) as base:
+        browser.get(base + "/")
+        # without the key the page says what is wrong
+        wait.until(lambda d: "401" in d.find_element(By.ID, "error").text)
+        browser.find_element(By.ID, "api-key").send_keys(KEY)
+        browser.find_element(By.ID, "save-key").click()
+        wait.until(lambda d: len(Select(d.find_element(By.ID, "method")).options) > 1)
+        assert (
+            Select(browser.find_element(By.ID, "method")).first_selected_option.get_attribute("value")
+            == "vanilla"
+        )
+
+        browser.find_element(By.ID, "question").send_keys("What do otters eat?")
+        browser.find_element(By.ID, "ask").click()
+        cite = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "#answer a.cite")))
+        assert "fish" in browser.find_element(By.ID, "answer").text
+        assert browser.find_element(By.ID, "route").text.startswith("vanilla / dense")
+        assert browser.find_element(By.ID, "latency").text.endswith("ms")
+        assert "call(s)" in browser.find_element(By.ID, "cost").text
+        browser.save_screenshot(str(shots / "1-answer.png"))
+        cite.click()
+        wait.until(ec.visibility_of_element_located((By.ID, "passage")))
+        assert "otters" in browser.find_element(By.ID, "passage-title").text
+        assert "Otters eat fish" in browser.find_element(By.ID, "passage-text").text
+        float(browser.find_element(By.ID, "passage-score").text)
+        browser.save_screenshot(str(shots / "2-citation.png"))
+        browser.find_element(By.ID, "passage-close").click()
+
+        browser.find_element(By.ID, "tab-docs").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")) == 6)
+        browser.find_element(By.ID, "files").send_keys(str(upload))
+        browser.find_element(By.ID, "upload").click()
+        row = "#documents tbody tr td:first-child"
+        wait.until(lambda d: "newts" in [td.text for td in d.find_elements(By.CSS_SELECTOR, row)])
+        wait.until(lambda d: "added 1" in d.find_element(By.ID, "job-status").text)
+        browser.save_screenshot(str(shots / "3-uploaded.png"))
+        doc_id = next(
+            tr.get_attribute("data-doc-id")
+            for tr in browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
+            if tr.find_element(By.CSS_SELECTOR, "td").text == "newts"
+        )
+        browser.find_element(By.CSS_SELECTOR, f'button.delete[data-doc-id="{doc_id}"]').click()
+        wait.until(lambda d: "newts" not in [td.text for td in d.find_elements(By.CSS_SELECTOR, row)])
+        wait.until(lambda d: "deleted 1" in d.find_element(By.ID, "job-status").text)
+        browser.save_screenshot(str(shots / "4-deleted.png"))
+    assert sorted(p.name for p in shots.iterdir()) == [
+        "1-answer.png",
+        "2-citation.png",
+        "3-uploaded.png",
+        "4-deleted.png",
+    ]
+    assert all(p.stat().st_size > 5000 for p in shots.iterdir())
