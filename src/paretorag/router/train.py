@@ -46,7 +46,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..eval import metrics as M
-from ..kernels.rank import RRF_K
+from ..kernels.rank import RRF_K, rrf
+from ..types import Scored
 from .adapter import FitSettings, fit
 from .features import FEATURE_NAMES, Featurizer
 from .model import Router, route_for
@@ -148,14 +149,15 @@ def _quality(
 
 def fused_docs(dense: Sequence[str], graph: Sequence[str], s: float, rrf_k: int = RRF_K) -> list[str]:
     """Eq. 8-9 on document lists: ``(1 - s) / (k + r_dense) + s / (k + r_graph)``, best first (ties: first seen)."""
-    score: dict[str, float] = {}
-    for weight, docs in ((1.0 - s, dense), (s, graph)):
-        if weight == 0.0:
-            continue
-        for rank, d in enumerate(M.first_distinct(docs), start=1):
-            score[d] = score.get(d, 0.0) + weight / (rrf_k + rank)
-    order = list(score)
-    return sorted(order, key=lambda d: (-score[d], order.index(d)))
+    rows: dict[
+        str, int
+    ] = {}  # documents numbered in first-seen order, so the kernel's row ties are that order
+    rankings = []
+    for docs in (dense, graph):
+        ids = [rows.setdefault(d, len(rows)) for d in M.first_distinct(docs)]
+        rankings.append(Scored(np.array(ids, dtype=np.int64), np.zeros(len(ids)), "doc"))
+    names = list(rows)
+    return [names[r] for r in rrf(rankings, [1.0 - s, s], k=rrf_k).ids.tolist()]
 
 
 def run_or_reuse_evals(
