@@ -155,7 +155,7 @@ def fused_docs(dense: Sequence[str], graph: Sequence[str], s: float, rrf_k: int 
     rankings = []
     for docs in (dense, graph):
         ids = [rows.setdefault(d, len(rows)) for d in M.first_distinct(docs)]
-        rankings.append(Scored(np.array(ids, dtype=np.int64), np.zeros(len(ids)), "doc"))
+        rankings.append(Scored(np.array(ids, dtype=np.int64), np.zeros(len(ids), dtype=np.float32), "doc"))
     names = list(rows)
     return [names[r] for r in rrf(rankings, [1.0 - s, s], k=rrf_k).ids.tolist()]
 
