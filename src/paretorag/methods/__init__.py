@@ -28,6 +28,7 @@ _MODULES = (
     "paretorag.methods.tog",
     "paretorag.methods.hipporag2",
     "paretorag.methods.ea_graphrag",
+    "paretorag.methods.walk",
 )
 
 

@@ -26,6 +26,7 @@ _MODULES = (
     "paretorag.operators.concepts",
     "paretorag.operators.hipporag2",
     "paretorag.operators.routing",
+    "paretorag.operators.walk",
 )
 
 
