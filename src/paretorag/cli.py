@@ -158,6 +158,9 @@ def index(
     settings: list[str] = typer.Option(
         [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
     ),
+    ann: str | None = typer.Option(
+        None, "--ann", help="Vector index: auto (default: exact below 1M vectors) | exact | hnsw | ivf."
+    ),
     no_wait: bool = NoWaitOpt,
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
@@ -173,6 +176,7 @@ def index(
             chunk_overlap=chunk_overlap,
             embed_titles=embed_titles,
             builders=_builder_settings(settings),
+            ann=ann,
         )
         with rag, RichProgress() as progress:
             report = rag.index(paths, progress=progress)
@@ -345,6 +349,16 @@ def inspect(
             f"{s['seconds']:.2f}",
         )
     out.print(u)
+    calls = stats.get("model_calls") or {}
+    if calls:
+        c = Table("stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs")
+        for stage, n in calls.items():
+            c.add_row(
+                _text(stage),
+                *(str(n.get(k, 0)) for k in ("embed_texts", "embed_batches", "embed_cached", "pooled_spans")),
+                str(n.get("spacy_docs", 0)),
+            )
+        out.print(c)
     out.print(f"stage timings (s): {_text(stats['timings'])}")
     if documents:
         for d in stats["documents"]:

@@ -37,25 +37,31 @@ from .manifest import IndexConfig, Manifest
 from .methods.base import get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
+from .providers.counting import ModelCalls, counting, record
+from .providers.embedders import pool_spans
 from .providers.nlp_workers import stop_all as stop_workers
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
 from .types import ContextItem, Document, FloatArray, Scored, Usage
-from .vectors import VectorIndex
+from .vectors import VectorIndex, resolve_ann
 
 EMBED_BATCH = 64
+SPAN_SUFFIX = "#span"  # cache namespace of span vectors pooled from a text's own pass
 CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite too
 STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to reach a step
 
 
-def vector_stem(fingerprint: str, titles: bool) -> str:
-    """The name of the chunk-vector files for a chunk set and embedding setting.
+def vector_stem(fingerprint: str, titles: bool, ann: str = "exact") -> str:
+    """The name of the chunk-vector files for a chunk set, embedding setting and faiss kind.
 
     Text-only vectors keep the plain name older indexes used, so an index built before
-    titles were embedded re-embeds under the default setting instead of passing as titled.
+    titles were embedded re-embeds under the default setting instead of passing as titled;
+    an approximate faiss index (``ann`` ``hnsw`` or ``ivf``) adds its kind.
     """
-    return f"chunks-{fingerprint[:16]}" + ("-titled" if titles else "")
+    return (
+        f"chunks-{fingerprint[:16]}" + ("-titled" if titles else "") + ("" if ann == "exact" else f"-{ann}")
+    )
 
 
 def vector_files(stem: str) -> tuple[str, str, str]:
@@ -63,8 +69,20 @@ def vector_files(stem: str) -> tuple[str, str, str]:
     return f"{stem}.npy", f"{stem}.faiss", f"{stem}.ids.txt"
 
 
+def span_key(text: str, span: tuple[int, int]) -> str:
+    """Cache key of the vector of ``text[a:b]`` pooled from the pass over ``text``."""
+    return text_hash(f"{span[0]}:{span[1]}\0{text}")
+
+
 class CachedEmbedder:
-    """An embedder whose vectors are cached in the index by text hash (batched commits)."""
+    """An embedder whose vectors are cached in the index by text hash (batched commits).
+
+    Every text is embedded at most once per index: vectors are looked up by text hash
+    before any model call, and one lock makes builders that run in parallel threads
+    wait for each other's batches instead of embedding the same texts twice (the model
+    runs one batch at a time anyway). Model calls are counted per build stage
+    (:mod:`paretorag.providers.counting`).
+    """
 
     def __init__(
         self,
@@ -79,15 +97,21 @@ class CachedEmbedder:
         self.dim = embedder.dim
         self._store = store
         self._progress = progress or NullProgress()
+        self._lock = threading.Lock()
         self.computed = 0  # texts embedded by the model (cache misses)
 
     def embed(self, texts: list[str], *, description: str = "") -> np.ndarray:
+        with self._lock:
+            return self._embed(texts, description)
+
+    def _embed(self, texts: list[str], description: str) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
         found = self._store.get_vectors(self.name, sorted(set(hashes)))
         todo: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             if h not in found:
                 todo.setdefault(h, t)
+        record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
             items = list(todo.items())
             with self._progress.task(description or "embedding", total=len(items)) as task:
@@ -96,6 +120,8 @@ class CachedEmbedder:
                     batch = items[i : i + EMBED_BATCH]
                     vecs = self.inner.embed([t for _, t in batch])
                     self.computed += len(batch)
+                    record("embed_texts", len(batch))
+                    record("embed_batches")
                     pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
@@ -104,6 +130,77 @@ class CachedEmbedder:
         for i, h in enumerate(hashes):
             out[i] = found[h]
         return out
+
+    @property
+    def pools_tokens(self) -> bool:
+        """Whether the model gives token embeddings (``token_embeddings``) for :meth:`embed_spans`."""
+        return callable(getattr(self.inner, "token_embeddings", None))
+
+    def embed_spans(
+        self, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]], *, description: str = ""
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Text vectors and, per text, its spans' vectors, from one forward pass per text.
+
+        A span's vector is the L2-normalized mean of the token embeddings of the text's
+        own pass over the span (:func:`~paretorag.providers.embedders.pool_spans`); a span
+        with no token gets a zero row. Both kinds are cached (spans under the model name
+        plus ``#span``, keyed by span and text); a text whose vector and spans are all
+        cached costs nothing, and a cached text vector is kept as it was.
+        """
+        if not self.pools_tokens:
+            raise ConfigError(
+                f"embedder {self.name!r} gives no token embeddings; "
+                "use concept_graph.sentence_vectors='separate' with it"
+            )
+        with self._lock:
+            return self._embed_spans(texts, spans, description)
+
+    def _embed_spans(
+        self, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]], description: str
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        span_model = self.name + SPAN_SUFFIX
+        hashes = [text_hash(t) for t in texts]
+        skeys = [[span_key(t, s) for s in sp] for t, sp in zip(texts, spans, strict=True)]
+        found = self._store.get_vectors(self.name, sorted(set(hashes)))
+        sfound = self._store.get_vectors(span_model, sorted({k for row in skeys for k in row}))
+        todo: dict[str, tuple[str, dict[tuple[int, int], str]]] = {}  # text hash -> (text, span -> key)
+        for i, h in enumerate(hashes):
+            missing = {s: k for s, k in zip(spans[i], skeys[i], strict=True) if k not in sfound}
+            if h not in found or missing:
+                todo.setdefault(h, (texts[i], {}))[1].update(missing)
+        record("embed_cached", len(set(hashes)) - len(todo))
+        if todo:
+            items = list(todo.items())
+            with self._progress.task(description or "embedding", total=len(items)) as task:
+                for i in range(0, len(items), EMBED_BATCH):
+                    check(self._cancel)
+                    batch = items[i : i + EMBED_BATCH]
+                    outs = self.inner.token_embeddings([t for _, (t, _) in batch])  # type: ignore[attr-defined]
+                    self.computed += len(batch)
+                    record("embed_texts", len(batch))
+                    record("embed_batches")
+                    pairs: list[tuple[str, np.ndarray]] = []
+                    span_pairs: list[tuple[str, np.ndarray]] = []
+                    for (h, (_, want)), te in zip(batch, outs, strict=True):
+                        if h not in found:
+                            pairs.append((h, te.vector))
+                        if want:
+                            pooled = pool_spans(te, list(want))
+                            span_pairs.extend(zip(want.values(), pooled, strict=True))
+                    record("pooled_spans", len(span_pairs))
+                    self._store.put_vectors(self.name, pairs)
+                    self._store.put_vectors(span_model, span_pairs)
+                    found.update(pairs)
+                    sfound.update(span_pairs)
+                    task.advance(len(batch))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        span_out = [
+            np.asarray([sfound[k] for k in row], dtype=np.float32).reshape(len(row), self.dim)
+            for row in skeys
+        ]
+        return out, span_out
 
 
 class _Labelled:
@@ -117,6 +214,15 @@ class _Labelled:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.inner.embed(texts, description=self.label)
+
+    @property
+    def pools_tokens(self) -> bool:
+        return self.inner.pools_tokens
+
+    def embed_spans(
+        self, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.inner.embed_spans(texts, spans, description=self.label)
 
 
 def required_structures(methods: Sequence[str]) -> list[str]:
@@ -157,6 +263,7 @@ class _BuildContext:
         self.tokenizer = index.tokenizer
         self.progress = CancellableProgress(index.progress, index.cancel)
         self.workers = index.manifest.config.workers
+        self.embed_titles = index.manifest.config.embed_titles
         self._index = index
         self._built = built
 
@@ -201,6 +308,7 @@ class IndexWriter:
         self.usage = usage
         self.progress = progress or NullProgress()
         self.timings: dict[str, float] = {}
+        self.calls = ModelCalls()  # embedder texts/batches and spaCy documents per stage
 
     def llm_for(self, stage: str) -> LLM:
         if self._llm is None:
@@ -237,14 +345,21 @@ class IndexWriter:
         t0 = time.perf_counter()
         before = self.embedder.computed
         titles = m.config.embed_titles
-        vectors = self.embedder.embed(chunks.embedded_texts(titles), description="embedding chunks")
+        texts = chunks.embedded_texts(titles)
+        spans = self._pass_spans(chunks, texts, fp)
+        with counting(self.calls, "vectors"):
+            if spans is None:
+                vectors = self.embedder.embed(texts, description="embedding chunks")
+            else:  # one pass per chunk gives its vector and its builders' span vectors
+                vectors, _ = self.embedder.embed_spans(texts, spans, description="embedding chunks")
         if self.embedder.computed > before:  # time only real work, not cache reads
             self.timings["embed"] = time.perf_counter() - t0
-        stem = vector_stem(fp, titles)
+        ann = resolve_ann(m.config.ann, len(chunks))
+        stem = vector_stem(fp, titles, ann)
         vdir = self.root / "vectors"
         if m.vectors != stem or not all((vdir / f).is_file() for f in vector_files(stem)):
             t1 = time.perf_counter()
-            VectorIndex(vectors).save(vdir, stem)
+            VectorIndex(vectors, kind=ann).save(vdir, stem)
             ids = vdir / f"{stem}.ids.txt"
             tmp = vdir / f".{stem}.ids.txt.tmp"
             with disk_errors(ids):
@@ -257,6 +372,8 @@ class IndexWriter:
         m.counts = {**self.store.counts(), "vector_dim": int(self.embedder.dim)}
         m.models = {"embedder": self.embedder.name, "tokenizer": self.tokenizer.name, "llm": m.config.llm}
         m.usage = self.usage.to_json()
+        # model calls of the stages that ran this time (a cache-only stage keeps its old figures)
+        m.model_calls = {**m.model_calls, **self._model_calls()}
         # the latest time each stage did real work (a cache-only pass keeps the old figure)
         m.timings = {**m.timings, **{k: round(v, 4) for k, v in self.timings.items()}}
         m.generation += 1
@@ -265,6 +382,21 @@ class IndexWriter:
         m.save(self.root)
         self.store.purge_deleted()
         collect_garbage(self.root, stem, [s["dir"] for s in structures.values()])
+
+    def _pass_spans(
+        self, chunks: ChunkTable, texts: list[str], fp: str
+    ) -> list[list[tuple[int, int]]] | None:
+        """Character spans of each chunk text that builders want pooled from the chunk's
+        own pass (e.g. the concept graph's sentences), or None when none does."""
+        builders, _ = structure_plan(self.manifest.config, fp)
+        wanted = [s for b in builders.values() if (s := b.chunk_spans(chunks, texts)) is not None]
+        if not wanted or not self.embedder.pools_tokens:
+            return None
+        return [sorted(set().union(*(w[i] for w in wanted))) for i in range(len(texts))]
+
+    def _model_calls(self) -> dict[str, dict[str, int]]:
+        """This commit's embedder and spaCy calls per stage (LLM calls are in ``usage``)."""
+        return self.calls.to_json()
 
     def _build_structures(self, chunks: ChunkTable, fp: str) -> dict[str, dict[str, Any]]:
         builders, dirnames = structure_plan(self.manifest.config, fp)
@@ -313,7 +445,8 @@ class IndexWriter:
         t0 = time.perf_counter()
         ctx = _BuildContext(self, chunks, built)
         ctx.embedder = _Labelled(self.embedder, f"embedding for {builder.name}")  # one bar label each
-        data = builder.build(ctx)
+        with counting(self.calls, f"build.{builder.name}"):
+            data = builder.build(ctx)
         return builder.name, data, time.perf_counter() - t0
 
 

@@ -34,6 +34,7 @@ class IndexConfig:
     chunk_overlap: int = 100
     workers: int = 2
     embed_titles: bool = True  # chunk vectors embed "title\ntext" (part of the vectors' identity)
+    ann: str = "auto"  # faiss index: exact | hnsw | ivf | auto (exact below 1M vectors)
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)  # structure -> settings
 
     def validate(self) -> None:
@@ -41,6 +42,8 @@ class IndexConfig:
             raise ConfigError(
                 f"chunk_size={self.chunk_size}, chunk_overlap={self.chunk_overlap}: need size > 0 and 0 <= overlap < size"
             )
+        if self.ann not in ("auto", "exact", "hnsw", "ivf"):
+            raise ConfigError(f"ann must be auto, exact, hnsw or ivf, got {self.ann!r}")
         if self.workers <= 0:
             raise ConfigError(f"workers must be positive, got {self.workers}")
 
@@ -60,6 +63,8 @@ class Manifest:
     structures: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {dir, seconds, ...}
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    # stage -> {embed_texts, embed_batches, embed_cached, pooled_spans, spacy_docs}: model calls
+    model_calls: dict[str, dict[str, int]] = field(default_factory=dict)
     generation: int = 0  # incremented by every commit
 
     def to_json(self) -> dict[str, Any]:
@@ -116,5 +121,6 @@ class Manifest:
             structures=dict(data.get("structures", {})),
             usage=dict(data.get("usage", {})),
             timings=dict(data.get("timings", {})),
+            model_calls={str(k): dict(v) for k, v in dict(data.get("model_calls", {})).items()},
             generation=int(data.get("generation", 0)),
         )

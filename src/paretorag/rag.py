@@ -72,6 +72,7 @@ class RAG(IndexSession):
         workers: int | None = None,
         embed_titles: bool | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
+        ann: str | None = None,
         create: bool = True,
         wait: bool | float = True,
         on_wait: Callable[[str], None] | None = None,
@@ -100,6 +101,9 @@ class RAG(IndexSession):
         builders : dict, optional
             Settings of structure builders, e.g. ``{"tree": {"g": 4}}``; merged into the
             index's configuration. Structures built with other settings are rebuilt.
+        ann : {"auto", "exact", "hnsw", "ivf"}, optional
+            The faiss index of the chunk vectors (default ``auto``: exact below a million
+            vectors, HNSW from there); changing it rebuilds the faiss file at the next commit.
         create : bool
             Create the index if it does not exist (otherwise raise).
         wait : bool or float
@@ -128,6 +132,7 @@ class RAG(IndexSession):
             chunk_overlap=chunk_overlap,
             workers=workers,
             embed_titles=embed_titles,
+            ann=ann,
             builders=dict(builders or {}),
         )
         created = False
@@ -365,6 +370,7 @@ class RAG(IndexSession):
             "sizes_bytes": sizes,
             "usage": m.usage,
             "timings": m.timings,
+            "model_calls": m.model_calls,
             "methods_available": available_methods(),
         }
 

@@ -33,6 +33,7 @@ from .repair import RepairReport, check, recover_manifest, remove
 from .settings import OpenSettings
 from .store import Store
 from .types import Document, Usage
+from .vectors import resolve_ann
 
 
 @dataclass
@@ -154,8 +155,10 @@ class IndexSession:
         """True if the committed vectors and structures do not match the live documents and
         settings, a delete is pending, the manifest was damaged or a file it names is missing."""
         m = self.manifest
-        fp = self.store.chunk_table().fingerprint()
-        if self._damaged or not m.vectors or m.vectors != vector_stem(fp, m.config.embed_titles):
+        chunks = self.store.chunk_table()
+        fp = chunks.fingerprint()
+        stem = vector_stem(fp, m.config.embed_titles, resolve_ann(m.config.ann, len(chunks)))
+        if self._damaged or not m.vectors or m.vectors != stem:
             return True
         _, dirnames = structure_plan(m.config, fp)
         if any(m.structures.get(name, {}).get("dir") != d for name, d in dirnames.items()):

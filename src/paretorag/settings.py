@@ -29,6 +29,7 @@ class OpenSettings:
     chunk_overlap: int | None = None
     workers: int | None = None
     embed_titles: bool | None = None
+    ann: str | None = None
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def apply(self, root: Path, manifest: Manifest) -> None:
@@ -50,6 +51,8 @@ class OpenSettings:
             cfg.workers = self.workers
         if self.embed_titles is not None:
             cfg.embed_titles = self.embed_titles  # the vectors are re-embedded at the next commit
+        if self.ann is not None:
+            cfg.ann = self.ann  # the faiss index is rebuilt at the next commit
         if self.builders:
             available_methods()  # importing the methods registers their builders
         for bname, bsettings in self.builders.items():

@@ -1,6 +1,11 @@
-"""Chunk vectors on disk (``.npy``) with an exact inner-product faiss index.
+"""Chunk vectors on disk (``.npy``) with an inner-product faiss index.
 
-Vectors are L2-normalized, so inner product is cosine similarity.
+Vectors are L2-normalized, so inner product is cosine similarity. The faiss index is
+exact (``IndexFlatIP``) by default; an approximate one (HNSW graph or IVF lists) is
+chosen at ``index`` time (``paretorag index --ann hnsw|ivf|exact|auto``; ``auto`` is
+exact below :data:`AUTO_EXACT_BELOW` vectors and HNSW from there) and stored in the
+``.faiss`` file, so a query loads what the build chose. ``bench/bench_ann.py``
+measures recall@10 against exact search and query latency.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .diskerrors import disk_errors
-from .errors import DamagedIndexError, MissingDependencyError
+from .errors import ConfigError, DamagedIndexError, MissingDependencyError
 from .types import FloatArray, Scored
 
 
@@ -25,17 +30,81 @@ def _faiss() -> Any:
     return faiss
 
 
-class VectorIndex:
-    """Exact top-k inner-product search over a float32 matrix (faiss ``IndexFlatIP``)."""
+ANN_CHOICES = ("auto", "exact", "hnsw", "ivf")
+AUTO_EXACT_BELOW = 1_000_000  # exact search is fast enough (and exact) below this many vectors
+HNSW_M = 32  # graph degree
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128  # candidates per query (stored in the .faiss file)
+IVF_PROBE_FRACTION = 1 / 16  # lists searched per query, as a fraction of the lists
 
-    def __init__(self, matrix: np.ndarray, faiss_index: Any = None) -> None:
+
+def resolve_ann(ann: str, n: int) -> str:
+    """The faiss index kind for ``n`` vectors: ``ann`` itself, or for ``"auto"`` exact
+    below :data:`AUTO_EXACT_BELOW` and HNSW from there."""
+    if ann not in ANN_CHOICES:
+        raise ConfigError(f"ann must be one of {', '.join(ANN_CHOICES)}, got {ann!r}")
+    if ann == "auto":
+        return "exact" if n < AUTO_EXACT_BELOW else "hnsw"
+    return ann
+
+
+def ivf_lists(n: int) -> int:
+    """IVF list count: about 4 sqrt(n), and at least 39 training vectors per list (faiss's minimum)."""
+    return max(1, min(int(4 * np.sqrt(max(n, 1))), n // 39))
+
+
+def build_faiss(matrix: np.ndarray, kind: str = "exact", *, seed: int = 0) -> Any:
+    """A faiss inner-product index of ``kind`` (``exact``, ``hnsw``, ``ivf``) over ``matrix``.
+
+    HNSW: ``IndexHNSWFlat`` with M = 32, efConstruction 80, efSearch 128. IVF:
+    ``IndexIVFFlat`` with :func:`ivf_lists` lists trained by k-means on at most 256
+    vectors per list, searching 1/16 of the lists per query. Both keep the full
+    vectors, so scores are exact inner products of the candidates they find.
+    """
+    faiss = _faiss()
+    x = np.ascontiguousarray(matrix, dtype=np.float32)
+    d = x.shape[1] if x.ndim == 2 else 1
+    kind = resolve_ann(kind, len(x))
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+    elif kind == "ivf" and len(x) >= 39:
+        nlist = ivf_lists(len(x))
+        quantizer = faiss.IndexFlatIP(d)
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(seed)
+        sample = x if len(x) <= 256 * nlist else x[np.sort(rng.choice(len(x), 256 * nlist, replace=False))]
+        index.cp.seed = seed
+        index.train(sample)
+        index.nprobe = max(1, round(nlist * IVF_PROBE_FRACTION))
+    else:  # exact, or too few vectors to train IVF lists
+        index = faiss.IndexFlatIP(d)
+    if len(x):
+        index.add(x)
+    return index
+
+
+def faiss_kind(index: Any) -> str:
+    """``"exact"``, ``"hnsw"`` or ``"ivf"``: the kind of a faiss index."""
+    faiss = _faiss()
+    if isinstance(index, faiss.IndexHNSW):
+        return "hnsw"
+    if isinstance(index, faiss.IndexIVF):
+        return "ivf"
+    return "exact"
+
+
+class VectorIndex:
+    """Top-k inner-product search over a float32 matrix: exact (faiss ``IndexFlatIP``,
+    the default) or approximate (``kind="hnsw"`` / ``"ivf"``, see :func:`build_faiss`)."""
+
+    def __init__(self, matrix: np.ndarray, faiss_index: Any = None, *, kind: str = "exact") -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if faiss_index is None:
-            faiss = _faiss()
-            faiss_index = faiss.IndexFlatIP(self.matrix.shape[1] if self.matrix.ndim == 2 else 1)
-            if len(self.matrix):
-                faiss_index.add(self.matrix)
+            faiss_index = build_faiss(self.matrix, kind)
         self._index = faiss_index
+        self.kind = faiss_kind(faiss_index)
         # one query at a time: a single thread avoids OpenMP spin-waits (p95 12.8 ms -> < 1 ms
         # for 6,119 x 384 when the other core is busy)
         _faiss().omp_set_num_threads(1)
@@ -75,7 +144,9 @@ class VectorIndex:
             tmpf.unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path, stem: str) -> VectorIndex:
+    def load(cls, directory: Path, stem: str, *, kind: str = "exact") -> VectorIndex:
+        """The vectors and faiss index saved by :meth:`save` (a missing or stale faiss
+        file is rebuilt in memory as ``kind``)."""
         npy = directory / f"{stem}.npy"
         try:
             matrix = np.load(npy, allow_pickle=False)
@@ -92,4 +163,4 @@ class VectorIndex:
             ) from exc
         if faiss_index is not None and faiss_index.ntotal != len(matrix):
             faiss_index = None  # out of step with the vectors: rebuild it in memory
-        return cls(matrix, faiss_index)
+        return cls(matrix, faiss_index, kind=kind)

@@ -40,6 +40,11 @@ class BuildContext(Protocol):
     @property
     def workers(self) -> int: ...
 
+    @property
+    def embed_titles(self) -> bool:
+        """Whether chunk vectors embed ``"title\ntext"`` (see ``ChunkTable.embedded_texts``)."""
+        ...
+
     def llm(self, stage: str) -> LLM:
         """The configured LLM, cached and counted under ``stage`` (e.g. ``"index.tree"``)."""
         ...
@@ -71,6 +76,13 @@ class Builder(Params):
     def identity(self) -> dict[str, Any]:
         """The settings that define the output (``get_params`` minus ``runtime_params``)."""
         return {k: v for k, v in self.get_params(deep=False).items() if k not in self.runtime_params}
+
+    def chunk_spans(self, chunks: ChunkTable, texts: list[str]) -> list[list[tuple[int, int]]] | None:
+        """Character spans of each chunk's embedded text (``texts``) whose vectors this
+        builder will read pooled from the chunk's own pass (``ctx.embedder.embed_spans``);
+        the chunk-vector stage computes them in the same forward pass. None: no such spans.
+        """
+        return None
 
     def build(self, ctx: BuildContext) -> StructureData:
         raise NotImplementedError

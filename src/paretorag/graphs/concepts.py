@@ -8,6 +8,10 @@ the stored ingredients without re-indexing):
    extracted from (§3.2) or, optionally, to every chunk containing it (§1).
 2. :func:`sentence_incidence` and :func:`mean_vectors`: "Vectorization" - Eq. 1, a
    concept's vector is the mean embedding of the sentences of its chunks containing it.
+   A sentence's embedding is either its own forward pass (``sentence_vectors="separate"``)
+   or the mean of the token embeddings of its chunk's pass over the sentence's tokens
+   (``"pooled"``: no second pass; :func:`sentence_char_spans` maps sentences to the
+   chunk's embedded text, and the chunk-vector stage pools them in the same pass).
 3. :func:`concept_edges`: "Connect Concepts by Relevance" - an edge iff cosine >=
    theta_sem and chunk-level co-occurrence >= theta_co, weighted by the Dice coefficient
    2 Co / (|T_wi| + |T_wj|); co-occurrence by sparse products, similarities only for
@@ -36,8 +40,9 @@ from ..errors import ConfigError
 from ..graph import Graph
 from ..kernels import normalize_rows, pagerank
 from ..params import check_fraction, check_positive_int
+from ..providers.embedders import pool_spans
 from ..structures import graph_to_structure
-from ..textutil import split_sentences
+from ..textutil import sentence_spans, split_sentences
 from ..types import FloatArray, IntArray
 from .base import BuildContext, Builder, StructureData, register_builder
 
@@ -50,6 +55,7 @@ F64 = npt.NDArray[np.float64]
 # never concepts; tokens longer than 40 characters (URLs, garbage) are dropped.
 TOKEN_PATTERN = r"(?u)\b[^\W\d_]\w{1,39}\b"
 Incidence = Literal["contains", "source"]
+SentenceVectors = Literal["pooled", "separate"]
 
 
 def chunk_documents(chunks: ChunkTable, include_title: bool = True) -> list[list[str]]:
@@ -61,6 +67,29 @@ def chunk_documents(chunks: ChunkTable, include_title: bool = True) -> list[list
         if include_title and title.strip() and not text.lstrip().startswith(title.strip()):
             sents.insert(0, title.strip())
         out.append(sents)
+    return out
+
+
+def sentence_char_spans(
+    chunks: ChunkTable, texts: list[str], include_title: bool = True
+) -> list[list[tuple[int, int] | None]]:
+    """Where each sentence of :func:`chunk_documents` lies in its chunk's embedded text.
+
+    ``texts`` are the texts the chunk vectors embed (``"title\ntext"`` or the text: the
+    text is always their suffix). A title sentence that the embedded text does not hold
+    (titles not embedded, or a chunk of a longer document) has no span (``None``).
+    """
+    out: list[list[tuple[int, int] | None]] = []
+    for title, text, emb in zip(chunks.titles, chunks.texts, texts, strict=True):
+        shift = len(emb) - len(text)
+        if shift < 0 or emb[shift:] != text:
+            raise ConfigError("sentence_char_spans: each embedded text must end with its chunk's text")
+        row: list[tuple[int, int] | None] = [(a + shift, b + shift) for a, b in sentence_spans(text)]
+        t = title.strip()
+        if include_title and t and not text.lstrip().startswith(t):
+            at = emb.find(t, 0, shift) if shift else -1
+            row.insert(0, (at, at + len(t)) if at >= 0 else None)
+        out.append(row)
     return out
 
 
@@ -294,6 +323,14 @@ class ConceptGraph(Builder):
         PageRank damping.
     aggregate : {"sum", "mean", "max"}
         How a chunk's score combines its concepts' PageRank.
+    sentence_vectors : {"pooled", "separate"}
+        Eq. 1's sentence embeddings: ``"separate"`` embeds every sentence in a forward
+        pass of its own (the paper: "the embedding of a sentence"); ``"pooled"`` takes the
+        mean of the token embeddings of the chunk's own pass over the sentence's tokens
+        (one pass per chunk, shared with the chunk vector; a chunk longer than the model
+        reads is passed in windows, so every sentence is covered). An embedder without
+        token embeddings (an embeddings server) falls back to ``"separate"`` and the
+        structure's ``meta["sentence_vectors"]`` says so.
     """
 
     name = "concept_graph"
@@ -314,6 +351,7 @@ class ConceptGraph(Builder):
         kappa: float = 0.8,
         damping: float = 0.85,
         aggregate: str = "sum",
+        sentence_vectors: SentenceVectors = "separate",
     ) -> None:
         self.top_n = top_n
         self.max_df = max_df
@@ -325,9 +363,70 @@ class ConceptGraph(Builder):
         self.kappa = kappa
         self.damping = damping
         self.aggregate = aggregate
+        self.sentence_vectors = sentence_vectors
+
+    def _check_mode(self) -> None:
+        if self.sentence_vectors not in ("pooled", "separate"):
+            raise ConfigError(
+                f"ConceptGraph.sentence_vectors must be 'pooled' or 'separate', got {self.sentence_vectors!r}"
+            )
+
+    def chunk_spans(self, chunks: ChunkTable, texts: list[str]) -> list[list[tuple[int, int]]] | None:
+        self._check_mode()
+        if self.sentence_vectors != "pooled":
+            return None
+        spans = sentence_char_spans(chunks, texts, self.include_title)
+        return [[s for s in row if s is not None] for row in spans]
+
+    def _sentence_vectors(
+        self, ctx: BuildContext, docs: list[list[str]], sent_texts: list[str], used: IntArray
+    ) -> tuple[FloatArray, int, str]:
+        """Eq. 1's sentence vectors (rows ``used`` filled), model texts embedded, mode used."""
+        dim = int(ctx.embedder.dim)
+        vectors = np.zeros((len(sent_texts), dim), dtype=np.float32)
+        emb = ctx.embedder
+        mode = self.sentence_vectors
+        if mode == "pooled" and not (
+            getattr(emb, "pools_tokens", False) or callable(getattr(emb, "token_embeddings", None))
+        ):
+            mode = "separate"  # an embedder without token embeddings
+        todo = used
+        if mode == "pooled":
+            chunks = ctx.chunks
+            texts = chunks.embedded_texts(bool(getattr(ctx, "embed_titles", True)))
+            spans = sentence_char_spans(chunks, texts, self.include_title)
+            clean = [[s for s in row if s is not None] for row in spans]
+            if getattr(emb, "pools_tokens", False):  # the index's cache: computed with the chunk vectors
+                pooled = emb.embed_spans(texts, clean)[1]  # type: ignore[attr-defined]
+            else:
+                tes = emb.token_embeddings(texts)  # type: ignore[attr-defined]
+                pooled = [pool_spans(te, row) for te, row in zip(tes, clean, strict=True)]
+            row = 0
+            missing: list[int] = []
+            for c, sp_row in enumerate(spans):
+                j = 0
+                for span in sp_row:
+                    if span is None:
+                        missing.append(row)
+                    else:
+                        vectors[row] = pooled[c][j]
+                        j += 1
+                    row += 1
+            gap = np.zeros(len(sent_texts), dtype=bool)
+            gap[missing] = True
+            gap |= ~vectors.any(axis=1)
+            todo = np.asarray([u for u in used if gap[u]], dtype=np.int64)
+        # the rest (every used sentence when separate): distinct texts, one embedder call
+        uid: dict[str, int] = {}
+        inverse = np.asarray([uid.setdefault(sent_texts[u], len(uid)) for u in todo], dtype=np.int64)
+        if len(uid):
+            sep = np.asarray(emb.embed(list(uid)), dtype=np.float32).reshape(len(uid), dim)
+            vectors[todo] = sep[inverse]
+        return vectors, len(uid), mode
 
     def build(self, ctx: BuildContext) -> StructureData:
         check_fraction(self, "kappa", self.kappa)
+        self._check_mode()
         if not -1.0 <= self.theta_sem <= 1.0:
             raise ConfigError(f"ConceptGraph.theta_sem is a cosine in [-1, 1], got {self.theta_sem!r}")
         timings: dict[str, float] = {}
@@ -349,18 +448,20 @@ class ConceptGraph(Builder):
         timings["concepts_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        # Eq. 1 over the distinct sentences containing each concept: embed each once
+        # Eq. 1 over the sentences containing each concept (a sentence text embedded once)
         used = np.flatnonzero(np.diff(sent_inc.indptr) > 0)
-        uid: dict[str, int] = {}
-        inverse = np.asarray([uid.setdefault(sent_texts[u], len(uid)) for u in used], dtype=np.int64)
-        to_unique = sp.csr_matrix(
-            (np.ones(used.size, np.float32), (inverse, np.arange(used.size))), shape=(len(uid), used.size)
-        )
-        # one call: the index's embedder caches by text hash and reports its own progress
-        vectors = np.asarray(ctx.embedder.embed(list(uid)), dtype=np.float32).reshape(
-            len(uid), ctx.embedder.dim
-        )
-        concept_vectors = mean_vectors(_binary(to_unique @ sent_inc[used]), vectors)
+        sent_vectors, n_embedded, mode = self._sentence_vectors(ctx, docs, sent_texts, used)
+        if mode == "pooled":  # each occurrence has its own (contextual) vector
+            concept_vectors = mean_vectors(sent_inc, sent_vectors)
+        else:  # one vector per distinct sentence text, counted once
+            uid: dict[str, int] = {}
+            inverse = np.asarray([uid.setdefault(sent_texts[u], len(uid)) for u in used], dtype=np.int64)
+            to_unique = sp.csr_matrix(
+                (np.ones(used.size, np.float32), (inverse, np.arange(used.size))), shape=(len(uid), used.size)
+            )
+            unique_vectors = np.zeros((len(uid), sent_vectors.shape[1]), dtype=np.float32)
+            unique_vectors[inverse] = sent_vectors[used]
+            concept_vectors = mean_vectors(_binary(to_unique @ sent_inc[used]), unique_vectors)
         timings["embed_s"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -400,7 +501,8 @@ class ConceptGraph(Builder):
             "n_chunks": len(chunks),
             "n_concepts": len(concepts),
             "n_sentences": len(sent_texts),
-            "n_embedded_sentences": len(uid),
+            "n_embedded_sentences": n_embedded,
+            "sentence_vectors": mode,
             "n_edges": int(adj.nnz // 2),
             "core": {"array": "core_rows", "kappa": self.kappa, "n_core": int(core.size)},
             "timings_s": {k: round(v, 4) for k, v in timings.items()},

@@ -12,6 +12,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,39 @@ def _normalize(x: F32) -> F32:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (x / norms).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class TokenEmbeddings:
+    """One text's forward pass: its vector and its tokens' contextual embeddings.
+
+    ``vector`` is the L2-normalized text vector (what ``embed`` returns for the text);
+    ``tokens`` (n, d) the last-layer embeddings of its word-pieces, special tokens left
+    out; ``offsets`` (n, 2) each token's character span in the text.
+    """
+
+    vector: F32
+    tokens: F32
+    offsets: npt.NDArray[np.int64]
+
+
+def pool_spans(te: TokenEmbeddings, spans: Sequence[tuple[int, int]]) -> F32:
+    """L2-normalized mean of the token embeddings inside each character span.
+
+    A token belongs to the span its first character falls in (``a <= start < b``); a
+    span that holds no token (only spaces or punctuation the tokenizer dropped) gets a
+    zero row, which callers treat as "no vector".
+    """
+    out = np.zeros((len(spans), te.tokens.shape[1] if te.tokens.ndim == 2 else 0), dtype=np.float32)
+    if not len(spans) or not len(te.tokens):
+        return out
+    starts = te.offsets[:, 0]
+    csum = np.concatenate([np.zeros((1, te.tokens.shape[1]), np.float64), np.cumsum(te.tokens, axis=0)])
+    for i, (a, b) in enumerate(spans):
+        lo, hi = np.searchsorted(starts, [a, b], side="left")
+        if hi > lo:
+            out[i] = (csum[hi] - csum[lo]) / (hi - lo)
+    return _normalize(out)
 
 
 def default_model_path() -> Path:
@@ -259,6 +293,72 @@ class SentenceTransformerEmbedder:
         np.add.at(out, np.asarray(owner), vecs)
         return _normalize(out)
 
+    def token_embeddings(self, texts: list[str]) -> list[TokenEmbeddings]:
+        """One forward pass per text (per window of a text longer than the model reads).
+
+        Each window is encoded as :meth:`embed` encodes it, so ``vector`` equals
+        ``embed([text])[0]`` (to float rounding); ``tokens`` are the windows' word-piece
+        embeddings in text order, so every character of a long text is covered by the
+        pass of exactly one window.
+        """
+        pieces: list[tuple[int, int, int]] = []  # (text, start, end)
+        for i, text in enumerate(texts):
+            spans = window_spans(self.tokenizer.offsets(text), text, self.max_tokens)
+            pieces.extend((i, a, b) for a, b in spans)
+        outs = self._encode_tokens([texts[i][a:b] for i, a, b in pieces]) if pieces else []
+        tok_parts: list[list[F32]] = [[] for _ in texts]
+        off_parts: list[list[npt.NDArray[np.int64]]] = [[] for _ in texts]
+        vec = np.zeros((len(texts), self.dim), dtype=np.float32)
+        n_win = np.zeros(len(texts), dtype=np.int64)
+        for (i, a, _), (tokens, offsets, v) in zip(pieces, outs, strict=True):
+            tok_parts[i].append(tokens)
+            off_parts[i].append(offsets + a)
+            vec[i] += v
+            n_win[i] += 1
+        vec = np.where(n_win[:, None] > 1, _normalize(vec), vec).astype(np.float32)
+        return [
+            TokenEmbeddings(
+                vec[i],
+                np.concatenate(tok_parts[i]) if tok_parts[i] else np.zeros((0, self.dim), np.float32),
+                np.concatenate(off_parts[i]) if off_parts[i] else np.zeros((0, 2), np.int64),
+            )
+            for i in range(len(texts))
+        ]
+
+    def _encode_tokens(self, pieces: list[str]) -> list[tuple[F32, npt.NDArray[np.int64], F32]]:
+        """(token embeddings, character offsets, normalized vector) of each piece, specials dropped."""
+        with self._lock:
+            out = self.model.encode(
+                pieces,
+                batch_size=self.batch_size,
+                output_value=None,
+                convert_to_numpy=False,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            tok = self.model.tokenizer
+            enc = tok(
+                pieces,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+                truncation=True,
+                max_length=int(self.model.max_seq_length or 256),
+            )
+        result: list[tuple[F32, npt.NDArray[np.int64], F32]] = []
+        for j, o in enumerate(out):
+            ids = [int(x) for x in o["input_ids"]]
+            if ids != list(enc["input_ids"][j]):
+                raise EmbedderError(
+                    f"embedder {self.name}: the token pass and the tokenizer disagree on piece {j}; "
+                    "use concept_graph.sentence_vectors='separate' with this model"
+                )
+            keep = np.asarray(enc["special_tokens_mask"][j]) == 0
+            te = np.asarray(o["token_embeddings"].float().numpy(), dtype=np.float32)[keep]
+            offs = np.asarray(enc["offset_mapping"][j], dtype=np.int64).reshape(-1, 2)[keep]
+            v = np.asarray(o["sentence_embedding"].float().numpy(), dtype=np.float32).reshape(1, -1)
+            result.append((te, offs, _normalize(v)[0]))
+        return result
+
 
 class HashEmbedder:
     """Deterministic bag-of-hashed-words embedder for tests and examples (no model).
@@ -279,6 +379,22 @@ class HashEmbedder:
                 v = int.from_bytes(h, "little")
                 out[i, v % self.dim] += 1.0 if (v >> 32) & 1 else -1.0
         return _normalize(out)
+
+    def token_embeddings(self, texts: list[str]) -> list[TokenEmbeddings]:
+        """Each word's hashed one-hot row and its span: pooling a span's tokens gives
+        exactly ``embed`` of the span's text (a bag of words has no context)."""
+        vectors = self.embed(texts)
+        out: list[TokenEmbeddings] = []
+        for i, text in enumerate(texts):
+            words = list(_WORD.finditer(text))
+            tokens = np.zeros((len(words), self.dim), dtype=np.float32)
+            for j, m in enumerate(words):
+                h = hashlib.blake2b(m.group().lower().encode(), digest_size=8).digest()
+                v = int.from_bytes(h, "little")
+                tokens[j, v % self.dim] = 1.0 if (v >> 32) & 1 else -1.0
+            offsets = np.asarray([(m.start(), m.end()) for m in words], dtype=np.int64).reshape(-1, 2)
+            out.append(TokenEmbeddings(vectors[i], tokens, offsets))
+        return out
 
 
 class OpenAIEmbedder:
