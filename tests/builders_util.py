@@ -51,6 +51,14 @@ class Ctx:
         self._llm = llm if llm is not None else NoCallLLM()
         self._structures = structures or {}
         self.stages: list[str] = []
+        self.embed_titles = True
+        self.kv: dict[str, Any] = {}  # the index's per-chunk cache
+
+    def cache_get(self, keys: list[str]) -> dict[str, Any]:
+        return {k: self.kv[k] for k in keys if k in self.kv}
+
+    def cache_put(self, items: list[tuple[str, Any]]) -> None:
+        self.kv.update(items)
 
     def llm(self, stage: str) -> Any:
         self.stages.append(stage)

@@ -39,7 +39,6 @@ splits).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -53,13 +52,11 @@ from ..graph import Edges, Graph, csr
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_positive_int
 from ..providers.base import is_generative
-from ..providers.nlp import MODEL
-from ..providers.nlp_kg import KGExtraction, extract_kg, kg_name
-from ..store import text_hash
+from ..providers.nlp_kg import kg_name
 from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
 from .kg import merge_records
-from .kg_extract import hipporag_records, spacy_records
+from .kg_extract import hipporag_records, parsed_chunks, spacy_records
 from .kg_prompts import Records
 
 NODES = ("auto", "facts", "entities", "mentions", "titles")
@@ -75,30 +72,6 @@ def title_name(title: str) -> str:
     'jaws'
     """
     return kg_name(_PAREN.sub("", title))
-
-
-def spacy_extractions(
-    ctx: BuildContext, version: int, n_process: int, batch_size: int
-) -> tuple[list[KGExtraction], int]:
-    """spaCy KG extraction of every chunk, cached per chunk text in the index.
-
-    Returns the extractions in chunk order and how many chunks were parsed now.
-    """
-    texts = list(ctx.chunks.texts)
-    salt = json.dumps({"model": MODEL, "v": version, "what": "kg"}, sort_keys=True)
-    keys = [f"kgx:{text_hash(salt + chr(0) + t)}" for t in texts]
-    cached = ctx.cache_get(sorted(set(keys)))
-    todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
-    with ctx.progress.task("fact graph (spaCy)", total=len(texts)) as bar:
-        bar.advance(len(texts) - len(todo))
-        if todo:
-            exs = extract_kg([texts[i] for i in todo], n_process=n_process, batch_size=batch_size)
-            fresh = [(keys[i], [ex.to_json(), ex.n_tokens]) for i, ex in zip(todo, exs, strict=True)]
-            ctx.cache_put(fresh)
-            cached.update(fresh)
-            bar.advance(len(todo))
-    out = [KGExtraction.from_json(cached[k][0], int(cached[k][1])) for k in keys]
-    return out, len(todo)
 
 
 def synonym_edges(
@@ -220,7 +193,7 @@ class FactGraph(Builder):
             return recs, info
         n_process = self.n_process or max(1, min(int(ctx.workers or 1), os.cpu_count() or 1))
         check_positive_int(self, "n_process", n_process)
-        exs, parsed = spacy_extractions(ctx, self.version, n_process, self.batch_size)
+        exs, parsed = parsed_chunks(ctx, n_process, self.batch_size, "fact graph (spaCy)")
         info = {"backend": "spacy", "llm_calls": 0, "chunks_parsed": parsed}
         return [spacy_records(e) for e in exs], info
 
@@ -312,4 +285,4 @@ class FactGraph(Builder):
         return graph_to_structure(graph, meta=meta)
 
 
-__all__ = ["FactGraph", "spacy_extractions", "synonym_edges"]
+__all__ = ["FactGraph", "synonym_edges"]

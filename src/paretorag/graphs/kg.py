@@ -40,11 +40,11 @@ from ..graph import Edges, Graph, csr
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
 from ..providers.base import is_generative, user_prompt
-from ..providers.nlp_kg import extract_kg, kg_name
+from ..providers.nlp_kg import kg_name
 from ..providers.wrappers import complete_many
 from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
-from .kg_extract import ExtractStats, graphrag_records, hipporag_records, spacy_records
+from .kg_extract import ExtractStats, graphrag_records, hipporag_records, parsed_chunks, spacy_records
 from .kg_prompts import GRAPHRAG_TYPES, LIGHTRAG_TYPES, SUMMARIZE_DESCRIPTIONS, Records
 
 
@@ -163,11 +163,12 @@ class _KnowledgeGraph(Builder):
             return recs, "llm"
         n_process = self.n_process or max(1, min(int(ctx.workers or 1), os.cpu_count() or 1))
         check_positive_int(self, "n_process", n_process)
-        with ctx.progress.task(f"{self.name.upper()} (spaCy)", total=len(texts)) as bar:
-            exs = extract_kg(
-                texts, n_process=n_process, batch_size=check_positive_int(self, "batch_size", self.batch_size)
-            )
-            bar.advance(len(texts))
+        exs, _ = parsed_chunks(
+            ctx,
+            n_process,
+            check_positive_int(self, "batch_size", self.batch_size),
+            f"{self.name.upper()} (spaCy)",
+        )
         return [spacy_records(e) for e in exs], "spacy"
 
     def _descriptions(

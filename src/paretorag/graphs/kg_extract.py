@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..progress import Progress
 from ..providers.base import LLM, Message, Request
-from ..providers.nlp_kg import KGExtraction
+from ..providers.nlp import MODEL
+from ..providers.nlp_kg import EXTRACT_VERSION, KGExtraction, extract_kg
 from ..providers.wrappers import complete_many
+from ..store import text_hash
 from .kg_prompts import (
     CONTINUE_PROMPT,
     JSON_RETRY,
@@ -51,6 +53,39 @@ class ExtractStats:
     calls: int = 0
     retries: int = 0
     unparsed: int = 0
+
+
+if TYPE_CHECKING:
+    from .base import BuildContext
+
+
+def parsed_chunks(
+    ctx: BuildContext, n_process: int, batch_size: int, label: str
+) -> tuple[list[KGExtraction], int]:
+    """spaCy KG extraction (:func:`~paretorag.providers.nlp_kg.extract_kg`) of every chunk,
+    cached per chunk text in the index.
+
+    One parse cache for every builder that reads the dependency parse (``kg``, ``tkg`` and
+    ``rkg`` without an LLM, ``passage_graph``, ``fact_graph``): each chunk is parsed once
+    per index, whichever builds first, and again only when the extraction changes
+    (:data:`~paretorag.providers.nlp_kg.EXTRACT_VERSION`). Returns the extractions in chunk
+    order and how many chunks were parsed now.
+    """
+    texts = list(ctx.chunks.texts)
+    salt = json.dumps({"model": MODEL, "v": EXTRACT_VERSION, "what": "kg"}, sort_keys=True)
+    keys = [f"kgx:{text_hash(salt + chr(0) + t)}" for t in texts]
+    cached = ctx.cache_get(sorted(set(keys)))
+    todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
+    with ctx.progress.task(label, total=len(texts)) as bar:
+        bar.advance(len(texts) - len(todo))
+        if todo:
+            exs = extract_kg([texts[i] for i in todo], n_process=n_process, batch_size=batch_size)
+            fresh = [(keys[i], [ex.to_json(), ex.n_tokens]) for i, ex in zip(todo, exs, strict=True)]
+            ctx.cache_put(fresh)
+            cached.update(fresh)
+            bar.advance(len(todo))
+    out = [KGExtraction.from_json(cached[k][0], int(cached[k][1])) for k in keys]
+    return out, len(todo)
 
 
 def _followup(req: Request, answer: str, text: str) -> Request:

@@ -31,9 +31,9 @@ from ..errors import ConfigError
 from ..graph import Edges, Graph, csr
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
-from ..providers.nlp_kg import extract_kg
 from ..structures import StructureData, graph_to_structure, pack_texts, unpack_texts
 from .base import BuildContext, Builder, register_builder
+from .kg_extract import parsed_chunks
 
 TFIDF_SETTINGS: dict[str, Any] = {
     "lowercase": True,
@@ -131,11 +131,12 @@ class PassageGraph(Builder):
         n_entity_edges = n_tfidf_edges = 0
         if self.min_shared_entities:
             procs = self.n_process or max(1, min(int(ctx.workers or 1), os.cpu_count() or 1))
-            with ctx.progress.task("passage graph: entities (spaCy)", total=n) as bar:
-                exs = extract_kg(
-                    texts, n_process=check_positive_int(self, "n_process", procs), batch_size=self.batch_size
-                )
-                bar.advance(n)
+            exs, _ = parsed_chunks(
+                ctx,
+                check_positive_int(self, "n_process", procs),
+                self.batch_size,
+                "passage graph: entities (spaCy)",
+            )
             vocab: dict[str, int] = {}
             rows, cols = [], []
             for r, ex in enumerate(exs):

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
+from .counting import record
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -351,6 +352,7 @@ class EntityExtractor:
         results are yielded in input order.
         """
         texts = list(texts)
+        record("spacy_docs", len(texts))
         n_process = min(self.n_process, len(texts) // (4 * self.batch_size))
         if n_process <= 1:
             for doc in self.nlp.pipe(texts, batch_size=self.batch_size):  # streams, for progress bars

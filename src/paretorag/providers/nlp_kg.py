@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, MissingDependencyError
+from .counting import record
 from .nlp import MODEL, PACKAGE, _NounRules
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 COMPONENT = "paretorag_kg"
+EXTRACT_VERSION = 1  # part of the per-chunk parse cache key: bump when the extraction output changes
 KEY = "paretorag.kg"
 SKIP_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
 _NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
@@ -253,6 +255,7 @@ def _extract(keys: list[str], texts: Sequence[str], n_process: int, batch_size: 
     if todo:
         items = list(todo.items())
         batch = [t for _, t in items]
+        record("spacy_docs", len(batch))
         procs = min(n_process, len(batch) // (4 * batch_size))
         if procs <= 1:
             out = run_kg_pipe(load_kg_pipeline(), batch, batch_size)
@@ -269,4 +272,12 @@ def _extract(keys: list[str], texts: Sequence[str], n_process: int, batch_size: 
     return [found[k] for k in keys]
 
 
-__all__ = ["SKIP_LABELS", "KGExtraction", "extract_kg", "kg_name", "load_kg_pipeline", "run_kg_pipe"]
+__all__ = [
+    "EXTRACT_VERSION",
+    "SKIP_LABELS",
+    "KGExtraction",
+    "extract_kg",
+    "kg_name",
+    "load_kg_pipeline",
+    "run_kg_pipe",
+]
