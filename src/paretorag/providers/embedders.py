@@ -346,14 +346,15 @@ class SentenceTransformerEmbedder:
             )
         result: list[tuple[F32, npt.NDArray[np.int64], F32]] = []
         for j, o in enumerate(out):
-            ids = [int(x) for x in o["input_ids"]]
+            n = int(o["attention_mask"].sum())  # rows of a batch come back padded
+            ids = [int(x) for x in o["input_ids"][:n]]
             if ids != list(enc["input_ids"][j]):
                 raise EmbedderError(
                     f"embedder {self.name}: the token pass and the tokenizer disagree on piece {j}; "
                     "use concept_graph.sentence_vectors='separate' with this model"
                 )
             keep = np.asarray(enc["special_tokens_mask"][j]) == 0
-            te = np.asarray(o["token_embeddings"].float().numpy(), dtype=np.float32)[keep]
+            te = np.asarray(o["token_embeddings"][:n].float().numpy(), dtype=np.float32)[keep]
             offs = np.asarray(enc["offset_mapping"][j], dtype=np.int64).reshape(-1, 2)[keep]
             v = np.asarray(o["sentence_embedding"].float().numpy(), dtype=np.float32).reshape(1, -1)
             result.append((te, offs, _normalize(v)[0]))
