@@ -384,9 +384,8 @@ class HashEmbedder:
     def token_embeddings(self, texts: list[str]) -> list[TokenEmbeddings]:
         """Each word's hashed one-hot row and its span: pooling a span's tokens gives
         exactly ``embed`` of the span's text (a bag of words has no context)."""
-        vectors = self.embed(texts)
         out: list[TokenEmbeddings] = []
-        for i, text in enumerate(texts):
+        for text in texts:
             words = list(_WORD.finditer(text))
             tokens = np.zeros((len(words), self.dim), dtype=np.float32)
             for j, m in enumerate(words):
@@ -394,7 +393,8 @@ class HashEmbedder:
                 v = int.from_bytes(h, "little")
                 tokens[j, v % self.dim] = 1.0 if (v >> 32) & 1 else -1.0
             offsets = np.asarray([(m.start(), m.end()) for m in words], dtype=np.int64).reshape(-1, 2)
-            out.append(TokenEmbeddings(vectors[i], tokens, offsets))
+            vector = _normalize(tokens.sum(axis=0, keepdims=True))[0]  # what embed gives
+            out.append(TokenEmbeddings(vector, tokens, offsets))
         return out
 
 
