@@ -388,8 +388,13 @@ class IndexWriter:
     ) -> list[list[tuple[int, int]]] | None:
         """Character spans of each chunk text that builders want pooled from the chunk's
         own pass (e.g. the concept graph's sentences), or None when none does."""
-        builders, _ = structure_plan(self.manifest.config, fp)
-        wanted = [s for b in builders.values() if (s := b.chunk_spans(chunks, texts)) is not None]
+        builders, dirnames = structure_plan(self.manifest.config, fp)
+        sdir = self.root / "structures"
+        wanted = [
+            s
+            for name, b in builders.items()
+            if not has_structure(sdir, dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
+        ]
         if not wanted or not self.embedder.pools_tokens:
             return None
         return [sorted(set().union(*(w[i] for w in wanted))) for i in range(len(texts))]
