@@ -100,6 +100,12 @@ def test_pooled_equals_separate_for_a_bag_of_words_embedder() -> None:
     assert (pool.arrays["adj_indices"] == sep.arrays["adj_indices"]).all()
 
 
+def test_default_concept_graph_keeps_its_directory() -> None:
+    # concept graphs built before the setting existed are not rebuilt
+    assert "sentence_vectors" not in ConceptGraph().identity()
+    assert ConceptGraph(sentence_vectors="pooled").identity()["sentence_vectors"] == "pooled"
+
+
 def test_unknown_sentence_vectors_setting_is_named() -> None:
     with pytest.raises(ConfigError, match="sentence_vectors"):
         ConceptGraph(sentence_vectors="both").build(Ctx(table(CORPUS)))  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -364,6 +364,14 @@ class ConceptGraph(Builder):
         self.damping = damping
         self.aggregate = aggregate
         self.sentence_vectors = sentence_vectors
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that define the output; ``sentence_vectors`` only when not the
+        default, so concept graphs built before the setting existed stay valid."""
+        ident = super().identity()
+        if ident.get("sentence_vectors") == "separate":
+            del ident["sentence_vectors"]
+        return ident
 
     def _check_mode(self) -> None:
         if self.sentence_vectors not in ("pooled", "separate"):
