@@ -59,9 +59,16 @@ def record(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     names = sorted({m for m, _ in METHODS})
     for name, sources, questions, settings in _corpora(tmp):
-        # the fixture predates titled chunk vectors: record and compare with text-only vectors
+        # the fixture predates titled chunk vectors and pooled sentence vectors: record and
+        # compare with text-only vectors and sentences embedded on their own
         rag = RAG.open(
-            tmp / name, methods=names, embedder="hash:128", workers=1, embed_titles=False, **settings
+            tmp / name,
+            methods=names,
+            embedder="hash:128",
+            workers=1,
+            embed_titles=False,
+            builders={"concept_graph": {"sentence_vectors": "separate"}},
+            **settings,
         )
         rag.index(sources)
         rows: list[dict[str, Any]] = []

@@ -100,10 +100,8 @@ def test_pooled_equals_separate_for_a_bag_of_words_embedder() -> None:
     assert (pool.arrays["adj_indices"] == sep.arrays["adj_indices"]).all()
 
 
-def test_default_concept_graph_keeps_its_directory() -> None:
-    # concept graphs built before the setting existed are not rebuilt
-    assert "sentence_vectors" not in ConceptGraph().identity()
-    assert ConceptGraph(sentence_vectors="pooled").identity()["sentence_vectors"] == "pooled"
+def test_pooled_is_the_default() -> None:
+    assert ConceptGraph().sentence_vectors == "pooled"
 
 
 def test_unknown_sentence_vectors_setting_is_named() -> None:
@@ -206,7 +204,8 @@ def test_inspect_json_reports_model_calls_per_stage(tmp_path: Path) -> None:
     r = runner.invoke(app, ["inspect", "--index", ix, "--json"])
     calls = json.loads(r.output)["model_calls"]
     assert calls["vectors"]["embed_texts"] == 12 and calls["vectors"]["embed_batches"] == 1
-    assert calls["build.concept_graph"]["embed_texts"] > 0
+    assert calls["vectors"]["pooled_spans"] > 12  # the concept graph's sentences, same pass
+    assert calls["build.concept_graph"] == {"embed_cached": 12}
     r = runner.invoke(app, ["inspect", "--index", ix], env={"COLUMNS": "200"})
     assert "texts embedded" in r.output and "spaCy docs" in r.output
 
