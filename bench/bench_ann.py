@@ -64,9 +64,7 @@ def main() -> None:
                 truth = (
                     found
                     if kind == "exact"
-                    else [
-                        set(r.tolist()) for r in build_faiss(base, "exact").search(queries, args.k)[1]
-                    ]
+                    else [set(r.tolist()) for r in build_faiss(base, "exact").search(queries, args.k)[1]]
                 )
             recall = float(np.mean([len(f & t) / args.k for f, t in zip(found, truth, strict=True)]))
             ms = np.asarray(times) * 1000

@@ -52,7 +52,11 @@ def main() -> None:
         t2 = time.perf_counter()
         emb.embed(sentences)
         t3 = time.perf_counter()
-        for key, s in (("chunk_pass_s", t1 - t0), ("chunk_pass_tokens_s", t2 - t1), ("sentence_pass_s", t3 - t2)):
+        for key, s in (
+            ("chunk_pass_s", t1 - t0),
+            ("chunk_pass_tokens_s", t2 - t1),
+            ("sentence_pass_s", t3 - t2),
+        ):
             best[key] = min(best.get(key, s), s)
     out = {
         "corpus": args.corpus,
