@@ -59,9 +59,16 @@ def record(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     names = sorted({m for m, _ in METHODS})
     for name, sources, questions, settings in _corpora(tmp):
-        # the fixture predates titled chunk vectors: record and compare with text-only vectors
+        # the fixture predates titled chunk vectors and the entity graph's max_df="auto":
+        # record and compare with text-only vectors and the paper's entity graph
         rag = RAG.open(
-            tmp / name, methods=names, embedder="hash:128", workers=1, embed_titles=False, **settings
+            tmp / name,
+            methods=names,
+            embedder="hash:128",
+            workers=1,
+            embed_titles=False,
+            builders={"entity_graph": {"max_df": 1.0}},
+            **settings,
         )
         rag.index(sources)
         rows: list[dict[str, Any]] = []
