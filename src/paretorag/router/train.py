@@ -110,7 +110,7 @@ class TrainSettings:
     """Settings of :func:`train_router` (see the module docstring)."""
 
     dense_method: str = "vanilla"
-    graph_method: str = "hipporag2"
+    graph_method: str = "entity-walk"
     label_metric: str = "recall@5"
     fallback_metric: str = "context_recall@5"
     n_features: int = 85
