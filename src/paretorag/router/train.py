@@ -52,7 +52,7 @@ from .adapter import FitSettings, fit
 from .features import FEATURE_NAMES, Featurizer
 from .model import Router, route_for
 
-ROUTER_VERSION = 1
+ROUTER_VERSION = 2  # 2: trained against entity-walk
 _SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>\d*):(?P<stop>\d*)\])?$")
 
 
