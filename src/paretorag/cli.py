@@ -438,6 +438,11 @@ def serve(
         False, "--no-wait", help="Fail a write at once if another process is writing (default: wait)."
     ),
     max_upload_mb: int = typer.Option(32, "--max-upload-mb", help="Largest upload (POST /documents), in MB."),
+    keep_alive: int = typer.Option(
+        30,
+        "--keep-alive",
+        help="Seconds an idle HTTP connection stays open (uvicorn's default, 5, raced busy clients).",
+    ),
 ) -> None:
     """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
     try:
@@ -472,7 +477,7 @@ def serve(
             "or --api-key-file to require keys and to serve other hosts)"
         )
     err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
 
 
 def _register_eval() -> None:
