@@ -3,8 +3,10 @@
 Algorithm 1: the router scores the question (``ea-graphrag.complexity``, Eq. 1); with
 ``s(q) < tau_low`` the dense method retrieves, with ``s(q) >= tau_high`` the graph
 method, and in between both do and ``ea-graphrag.wrrf`` fuses their lists with weights
-``1 - s(q)`` and ``s(q)`` (Eq. 8-9). The dense and graph paths are registered methods
-(``vanilla`` and ``hipporag2`` by default, §3.4.1-§3.4.2). The retrieval's ``mode`` is
+``1 - s(q)`` and ``s(q)`` (Eq. 8-9). The dense and graph paths are registered methods,
+by default the two the router was trained on: the shipped router's are ``vanilla`` and
+``entity-walk`` (the offline graph path that beats dense here; ``graph_method="hipporag2"``
+is the paper's HippoRAG 2 path, §3.4.1-§3.4.2). The retrieval's ``mode`` is
 the route taken (``dense``, ``graph`` or ``fusion``) and ``info["complexity"]`` the score,
 so ``paretorag eval`` reports the share of questions on each route.
 
