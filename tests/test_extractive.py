@@ -170,5 +170,7 @@ def test_a_sentence_repeated_by_overlapping_chunks_is_said_once() -> None:
     llm = ExtractiveLLM(embedder=HashEmbedder(64), keep_ratio=0.0)
     overlap = "Gustave Eiffel's company built the tower in Paris."
     texts = (f"{PASSAGES[0]} {overlap}", f"{overlap}  {PASSAGES[1]}")
-    text = llm.complete(Request((), Task("answer", texts=texts, question="Who built the tower in Paris?"))).text
+    text = llm.complete(
+        Request((), Task("answer", texts=texts, question="Who built the tower in Paris?"))
+    ).text
     assert text.count(overlap) == 1 and text.count("[") == 3
