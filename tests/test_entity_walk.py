@@ -138,3 +138,52 @@ def test_entity_walk_end_to_end(tmp_path: Path) -> None:
     assert retrieval.mode == "graph" and retrieval.branch.startswith("walk from the dense top-")
     assert len(items) == 3 and len({it.chunk_id for it in items}) == 3
     assert get_method("entity-walk").requires == ("vectors", "entity_graph")
+
+
+def test_push_matches_power_iteration_within_its_residual() -> None:
+    from paretorag.kernels.pagerank import out_edges, pagerank, ppr_push, transition
+
+    a = sp.random(2000, 2000, density=0.003, random_state=3, format="lil")
+    a[7, :] = 0  # a dangling node among the seeds
+    a = sp.csr_matrix(a)
+    a = a + a.T
+    a = sp.csr_matrix(a.toarray() * (np.arange(2000) != 7)[:, None])  # node 7 keeps in-edges only
+    t = transition(a)
+    seeds = np.zeros(2000)
+    seeds[[1, 7, 40, 900]] = [0.4, 0.3, 0.2, 0.1]
+    exact = pagerank(None, damping=0.5, personalization=seeds, transition_t=t, tol=1e-15)
+    got, residual = ppr_push(out_edges(t), t[1], seeds, damping=0.5, eps=1e-10)
+    assert 0 < residual < 1e-5
+    assert float(np.abs(got - exact).sum()) <= residual * (1 + 1e-6)
+    assert np.argsort(-got)[:50].tolist() == np.argsort(-exact)[:50].tolist()
+    with pytest.raises(ConfigError, match="eps"):
+        ppr_push(out_edges(t), t[1], seeds, eps=0)
+    with pytest.raises(ConfigError, match="all zero"):
+        ppr_push(out_edges(t), t[1], np.zeros(2000))
+
+
+def test_push_touches_only_what_the_walk_reaches() -> None:
+    from paretorag.kernels.pagerank import out_edges, ppr_push, transition
+
+    # two components: a path 0-1-2 and a large ring 3..100002 the walk never reaches
+    n = 100_003
+    rows = [0, 1, 1, 2, *range(3, n)]
+    cols = [1, 0, 2, 1, *range(4, n), 3]
+    a = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    t = transition(a + a.T)
+    seeds = np.zeros(n)
+    seeds[0] = 1.0
+    got, residual = ppr_push(out_edges(t), t[1], seeds, damping=0.5)
+    assert np.flatnonzero(got).tolist() == [0, 1, 2] and residual < 1e-8
+
+
+def test_walk_solvers_agree() -> None:
+    index = _Index(_graph())
+    state = State("q", QueryOptions())
+    state.put("dense", Scored(np.array([0, 1, 2, 4, 3]), np.array([0.9, 0.5, 0.45, 0.4, 0.1]), "chunk"))
+    push = get_operator("chunk.entity_walk", prior_top=3)(index, state)  # type: ignore[arg-type]
+    power = get_operator("chunk.entity_walk", prior_top=3, solver="power")(index, state)  # type: ignore[arg-type]
+    assert push.ids.tolist() == power.ids.tolist()
+    np.testing.assert_allclose(push.scores, power.scores, rtol=1e-6)
+    with pytest.raises(ConfigError, match="solver"):
+        get_operator("chunk.entity_walk", solver="magic")(index, state)  # type: ignore[arg-type]
