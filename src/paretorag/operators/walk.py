@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..kernels.pagerank import out_edges, pagerank, ppr_push, transition
+from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
 from ..types import Scored
 from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
@@ -70,13 +70,6 @@ class ChunkEntityWalk(Operator):
         How many of the source's best passages restart the walk (5).
     prior_power : float
         Restart weight = (score - score of passage ``prior_top + 1``) ** ``prior_power`` (2).
-    solver : {"push", "power"}
-        ``push`` (default): local push from the restart passages, touching only what the
-        walk reaches (:func:`~paretorag.kernels.pagerank.ppr_push`), so a query's cost does
-        not grow with the corpus; ``power``: power iteration over the whole graph.
-    eps : float
-        Residual a node may keep unpushed (1e-9); the scores are exact up to the residual
-        left, at most about ``eps`` per touched node.
     """
 
     name = "chunk.entity_walk"
@@ -94,8 +87,6 @@ class ChunkEntityWalk(Operator):
         damping: float = 0.5,
         prior_top: int = 5,
         prior_power: float = 2.0,
-        solver: str = "push",
-        eps: float = 1e-9,
     ) -> None:
         self.graph = graph
         self.source = source
@@ -103,8 +94,6 @@ class ChunkEntityWalk(Operator):
         self.damping = damping
         self.prior_top = prior_top
         self.prior_power = prior_power
-        self.solver = solver
-        self.eps = eps
 
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
@@ -122,17 +111,8 @@ class ChunkEntityWalk(Operator):
         floor = float(ranked.scores[top]) if len(ranked) > top else float(scores.min()) - 1e-3
         restart = np.zeros(n_passages + graph.n_nodes)
         restart[ids] = np.clip(scores - floor, 1e-6, None) ** float(p)
-        if self.solver not in ("push", "power"):
-            raise ConfigError(f"ChunkEntityWalk.solver must be 'push' or 'power', got {self.solver!r}")
         t = index.cached(f"transition:entity_walk:{self.graph}", lambda: idf_bipartite_transition(graph))
-        if self.solver == "power":
-            mass = pagerank(None, damping=damping, personalization=restart, transition_t=t)[:n_passages]
-        else:
-            out = index.cached(f"out_edges:entity_walk:{self.graph}", lambda: out_edges(t))
-            eps = self.eps
-            if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
-                raise ConfigError(f"ChunkEntityWalk.eps must be a small positive number (1e-9), got {eps!r}")
-            mass = ppr_push(out, t[1], restart, damping=damping, eps=float(eps))[0][:n_passages]
+        mass = pagerank(None, damping=damping, personalization=restart, transition_t=t)[:n_passages]
         rows = np.flatnonzero(mass > 0)
         return top_k(mass[rows], k, "chunk", rows=rows)
 
