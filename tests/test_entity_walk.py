@@ -138,3 +138,37 @@ def test_entity_walk_end_to_end(tmp_path: Path) -> None:
     assert retrieval.mode == "graph" and retrieval.branch.startswith("walk from the dense top-")
     assert len(items) == 3 and len({it.chunk_id for it in items}) == 3
     assert get_method("entity-walk").requires == ("vectors", "entity_graph")
+
+
+def test_local_walk_matches_the_exact_walk_on_a_small_neighbourhood() -> None:
+    index = _Index(_graph())
+    state = State("q", QueryOptions())
+    state.put("dense", Scored(np.array([0, 1, 2, 4, 3]), np.array([0.9, 0.5, 0.45, 0.4, 0.1]), "chunk"))
+    exact = get_operator("chunk.entity_walk", prior_top=3, solver="exact")(index, state)  # type: ignore[arg-type]
+    local = get_operator("chunk.entity_walk", prior_top=3, solver="local")(index, state)  # type: ignore[arg-type]
+    # "film" (idf 0) links nothing either way, so the neighbourhood is the whole live graph
+    assert local.ids.tolist() == exact.ids.tolist()
+    np.testing.assert_allclose(local.scores, exact.scores, rtol=1e-6)
+    with pytest.raises(ConfigError, match="solver"):
+        get_operator("chunk.entity_walk", solver="magic")(index, state)  # type: ignore[arg-type]
+
+
+def test_local_walk_leaves_hubs_and_far_passages_out() -> None:
+    from paretorag.operators.walk import idf_bipartite, local_walk
+
+    # passages 0-5; "hub" in 0-4, "pair" in 0 and 1, "far" in 2 and 5
+    occ = np.array(
+        [
+            [1, 1, 1, 1, 1, 0],  # hub
+            [1, 1, 0, 0, 0, 0],  # pair
+            [0, 0, 1, 0, 0, 1],  # far
+        ],
+        dtype=np.float64,
+    )
+    g = Graph(names=["hub", "pair", "far"], kinds=["entity"] * 3, adjacency=sp.csr_matrix((3, 3)),
+              node_chunks=sp.csr_matrix(occ))  # fmt: skip
+    b = idf_bipartite(g)
+    rows, mass = local_walk(b, sp.csr_matrix(b.T), {0: 1.0}, 0.5, hub_df=4)
+    assert rows.tolist() == [0, 1] and mass[1] > 0  # through "pair"; "hub" (5 passages) is skipped
+    rows, _ = local_walk(b, sp.csr_matrix(b.T), {0: 1.0}, 0.5, hub_df=5)
+    assert rows.tolist() == [0, 1, 2, 3, 4]  # the hub counts now; passage 5 is two entities away
