@@ -171,7 +171,9 @@ class NodePPR(Operator):
         k = check_k(self, "k", self.k)
         damping = check_fraction(self, "damping", self.damping, closed=False)
         if not isinstance(self.specificity, bool):
-            raise ConfigError(f"{type(self).__name__}.specificity must be True or False, got {self.specificity!r}")
+            raise ConfigError(
+                f"{type(self).__name__}.specificity must be True or False, got {self.specificity!r}"
+            )
         graph = load_graph(index, self.graph)
         p = np.clip(seed_vector(state, self.source, graph.n_nodes, KIND), 0.0, None)
         if self.specificity:
