@@ -1,7 +1,7 @@
 """Child process for the Ray resume test: index on a local Ray cluster, announcing progress.
 
 ``python ray_child.py INDEX_DIR PATH...``; prints ``<description> <count>`` per progress step
-(see crash_child.py) and ``done <texts embedded by this run>`` at the end.
+(see crash_child.py) and ``done <chunk texts this run embedded>`` at the end.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ def main() -> None:
     computed: list[int] = []
     embed = CachedEmbedder.embed
 
-    def counting(self, texts, *, description=""):  # the texts this run embeds
+    def counting(self, texts, *, description=""):  # the chunk texts this run embeds
         before = self.computed
         try:
             return embed(self, texts, description=description)
         finally:
-            computed.append(self.computed - before)
+            if description == "embedding chunks":
+                computed.append(self.computed - before)
 
     CachedEmbedder.embed = counting
     rag = RAG.open(index_dir, embedder="hash:32", methods=["vanilla", "e2graphrag"], workers=1)

@@ -105,9 +105,9 @@ class RayCluster:
     """Chunking, embedding and spaCy extraction of an index build as Ray tasks.
 
     Pass it to :meth:`paretorag.RAG.index` (``rag.index(paths, cluster=RayCluster())``)
-    or use ``paretorag index ... --ray [ADDRESS]``. A context manager: entering
-    connects (or starts a local cluster), leaving disconnects (and stops a cluster it
-    started).
+    or use ``paretorag index ... --ray [ADDRESS]``. It connects (or starts a local
+    cluster) at the first task, so a run with nothing to compute starts nothing; as a
+    context manager, leaving disconnects (and stops a cluster it started).
 
     Parameters
     ----------
@@ -148,7 +148,6 @@ class RayCluster:
 
     # -- connecting --------------------------------------------------------------------
     def __enter__(self) -> RayCluster:
-        self.start()
         return self
 
     def __exit__(
@@ -240,7 +239,8 @@ class RayCluster:
                     try:
                         value = ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        raise ProviderError(f"a Ray {kind} task failed: {exc}") from exc
+                        cause = getattr(exc, "cause", None) or exc  # the worker's exception, not its trace
+                        raise ProviderError(f"a Ray {kind} task failed: {cause}") from exc
                     self.tasks_run[kind] += 1
                     yield i, value
                 submit()
