@@ -8,7 +8,8 @@ structure is built over those chunks in its own process (its time and memory alo
 spaCy, tokenizing and sentence embedding start from empty caches).
 
 The growth exponent is the least-squares slope of log(seconds) on log(passages) (1.0 is
-linear). Prints one JSON line per size as it finishes, then a summary JSON object::
+linear), for wall time and for CPU time (user + system of the stage's process and the
+processes it waited for), which other jobs on a shared machine hardly move. Prints one JSON line per size as it finishes, then a summary JSON object::
 
     nice -n 10 .venv/bin/python bench/bench_scaling.py [--sizes 1,2,4,8] \
         [--structures entity_graph,bm25,concept_graph] [--embedder minilm]
@@ -81,12 +82,15 @@ def main() -> None:
     summary: dict[str, Any] = {"sizes": sizes, "passages": n}
     for stage in ["vanilla", *structures]:
         secs = [float(r[stage]["wall_s"]) for r in rows]
+        cpu = [float(r[stage]["cpu_s"]) for r in rows]
         key = "index_s" if stage == "vanilla" else "build_s"
         inner = [float(r[stage]["result"][key]) for r in rows]
         rss = [max(v[0] for v in r[stage]["peak_rss_mib"].values()) for r in rows]
         summary[stage] = {
             "wall_s": secs,
             f"{key}": inner,
+            "cpu_s": cpu,
+            "cpu_exponent": exponent(n, cpu),
             "max_process_peak_rss_mib": rss,
             "time_exponent": exponent(n, inner),
             "rss_exponent": exponent(n, rss),

@@ -73,7 +73,7 @@ def _label(pid: int, root: int) -> str:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return "?"
-    if cmd.startswith("ray::"):
+    if cmd.startswith("ray::") or "default_worker.py" in cmd:
         return "ray worker"
     if "worker_main" in cmd:
         return "spacy worker"
@@ -113,7 +113,12 @@ def measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out, _ = proc.communicate()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    # CPU seconds of the child and of the descendants it waited for (spaCy workers; not the
+    # processes of a Ray cluster): unlike wall time, hardly moved by other jobs on the machine
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     stop.set()
     sampler.join()
@@ -125,6 +130,7 @@ def measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any
         by_label.setdefault(label, []).append(round(kb / 1024, 1))
     return {
         "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "result": json.loads(lines[-1]) if lines else {},
         "peak_rss_mib": {k: sorted(v, reverse=True) for k, v in sorted(by_label.items())},
         "peak_rss_mib_sum": round(sum(kb for _, kb in peaks.values()) / 1024, 1),
