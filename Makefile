@@ -28,8 +28,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # dev tools only: the llamacpp extra builds llama-cpp-python from source (~15 min), see test-llamacpp
 $(DEVSTAMP): $(STAMP)
-	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium) and the serve extra (fastapi, uvicorn)"
-	$(PIP) -e '.[dev,serve]'
+	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium), the serve extra (fastapi, uvicorn) and the ray extra (a 67 MB wheel)"
+	$(PIP) -e '.[dev,serve,ray]'
 	touch $@
 
 $(LLAMASTAMP): $(DEVSTAMP)

@@ -8,6 +8,7 @@ such as ``[/wiki/otter]`` is shown as written, never read as rich markup.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from .distributed import LOCAL, RayCluster
 from .errors import ConfigError, IndexFormatError, ParetoragError
 from .progress import RichProgress
 from .providers.llm import make_llm
@@ -159,9 +161,20 @@ def index(
         [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
     ),
     no_wait: bool = NoWaitOpt,
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Chunk, embed and run spaCy as Ray tasks (needs paretorag[ray]): --ray alone starts a "
+        "local cluster; auto joins this machine's (ray start --head); ray://HOST:10001 a remote one.",
+    ),
+    ray_cpus: int | None = typer.Option(
+        None, "--ray-cpus", help="CPUs of the local Ray cluster that --ray starts (default: all)."
+    ),
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
     rag = None
+    cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
         rag = _open(
             index_dir,
@@ -174,8 +187,8 @@ def index(
             embed_titles=embed_titles,
             builders=_builder_settings(settings),
         )
-        with rag, RichProgress() as progress:
-            report = rag.index(paths, progress=progress)
+        with rag, RichProgress() as progress, cluster or contextlib.nullcontext():
+            report = rag.index(paths, progress=progress, cluster=cluster)
             _notes(rag)
             _report(report, rag)
     except ParetoragError as exc:
@@ -502,9 +515,27 @@ def _register_train_router() -> None:
 _register_train_router()
 
 
+def optional_ray_address(argv: list[str]) -> list[str]:
+    """``--ray`` given without an address (last, or before another option) means ``--ray local``.
+
+    Examples
+    --------
+    >>> optional_ray_address(["index", "a.md", "--ray", "--index", "ix"])
+    ['index', 'a.md', '--ray', 'local', '--index', 'ix']
+    >>> optional_ray_address(["index", "a.md", "--ray", "auto"])
+    ['index', 'a.md', '--ray', 'auto']
+    """
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--ray" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(LOCAL)
+    return out
+
+
 def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(message)s")
-    app()
+    app(args=optional_ray_address(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from .base import BuildContext, Builder, StructureData, register_builder
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02
 AUTO_MIN_DOCUMENTS = 10
+COMMIT_EVERY = 256  # extracted chunks written to the cache at a time
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -245,11 +246,21 @@ class EntityGraph(Builder):
         todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
         n_tokens = 0
         fresh: list[tuple[str, Any]] = []
+        texts = [chunks.texts[i] for i in todo]
+        cluster = getattr(ctx, "cluster", None)  # Ray tasks (paretorag.distributed) or here
+        if cluster is not None:
+            found = cluster.extract(extractor.worker_settings(), texts)
+        else:
+            found = ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
         with ctx.progress.task("entity graph (spaCy)", total=len(todo)) as bar:
-            for i, ex in zip(todo, extractor.extract([chunks.texts[i] for i in todo]), strict=True):
-                fresh.append((keys[i], {"sentences": ex.sentences, "n_tokens": ex.n_tokens}))
-                n_tokens += ex.n_tokens
+            for i, (sentences, n) in zip(todo, found, strict=True):
+                fresh.append((keys[i], {"sentences": sentences, "n_tokens": n}))
+                n_tokens += n
                 bar.advance()
+                if len(fresh) >= COMMIT_EVERY:  # committed batches are not redone after a crash
+                    ctx.cache_put(fresh)
+                    cached.update(fresh)
+                    fresh = []
         if fresh:
             ctx.cache_put(fresh)
             cached.update(fresh)
