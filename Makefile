@@ -28,8 +28,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # dev tools only: the llamacpp extra builds llama-cpp-python from source (~15 min), see test-llamacpp
 $(DEVSTAMP): $(STAMP)
-	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium) and the serve extra (fastapi, uvicorn)"
-	$(PIP) -e '.[dev,serve]'
+	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium), the serve extra (fastapi, uvicorn) and the ray extra (a 67 MB wheel)"
+	$(PIP) -e '.[dev,serve,ray]'
 	touch $@
 
 $(LLAMASTAMP): $(DEVSTAMP)
@@ -42,9 +42,9 @@ setup-dev: $(DEVSTAMP)
 
 demo: setup
 	rm -rf demo-index
-	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla
+	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla,entity-walk
 	$(BIN)/paretorag query "Which LLM backends can answer questions?" --index demo-index --method vanilla -k 3
-	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method vanilla -k 3
+	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method entity-walk -k 3
 
 # the web page's test drives a real headless Chromium from Debian's packages (no browser download)
 browser:

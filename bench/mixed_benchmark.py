@@ -4,8 +4,8 @@ The paper pools simple (NQ, PopQA) and complex (HotpotQA, 2Wiki) questions, each
 own corpus (§4.2). ``paretorag eval`` runs one subset (one corpus) at a time, so run it per
 subset with the same methods and pool the per-question records here:
 
-    paretorag eval --data ../shared/data --subset popqa --limit 400 --no-titles --k 3,5 --retrieval-only \
-        --methods vanilla,hipporag2,ea-graphrag,ea-graphrag-no-fusion,ea-graphrag-dense-only,ea-graphrag-graph-only \
+    paretorag eval --data ../shared/data --subset popqa --limit 400 --k 3,5 --retrieval-only \
+        --methods vanilla,entity-walk,hipporag2,ea-graphrag,ea-graphrag-no-fusion \
         --out .eval-out/mixed/popqa
     (the same for musique_dev200, hotpotqa_dev200, 2wikimultihopqa_dev164, without --limit)
     python bench/mixed_benchmark.py .eval-out/mixed

@@ -175,6 +175,7 @@ def structures() -> dict[str, StructureData]:
         "raptor_tree": graph_to_structure(raptor_tree()),
         "bm25": build_bm25(TEXTS),
         "fact_graph": graph_to_structure(knowledge_graph()),  # HippoRAG 2's: facts + occurrence
+        "entity_graph": graph_to_structure(knowledge_graph()),  # the walk reads its occurrences only
     }
 
 

@@ -59,15 +59,16 @@ def record(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     names = sorted({m for m, _ in METHODS})
     for name, sources, questions, settings in _corpora(tmp):
-        # the fixture predates titled chunk vectors and pooled sentence vectors: record and
-        # compare with text-only vectors and sentences embedded on their own
+        # the fixture predates titled chunk vectors, the entity graph's max_df="auto" and
+        # pooled sentence vectors: record and compare with text-only vectors, the paper's
+        # entity graph and sentences embedded on their own
         rag = RAG.open(
             tmp / name,
             methods=names,
             embedder="hash:128",
             workers=1,
             embed_titles=False,
-            builders={"concept_graph": {"sentence_vectors": "separate"}},
+            builders={"entity_graph": {"max_df": 1.0}, "concept_graph": {"sentence_vectors": "separate"}},
             **settings,
         )
         rag.index(sources)

@@ -64,7 +64,7 @@ def test_shipped_router_is_small_versioned_and_reproducible() -> None:
     assert cfg["format"] == "paretorag-router" and cfg["router_version"] >= 1
     assert cfg["command"].startswith("paretorag train-router ") and "--subsets" in cfg["command"]
     assert {t["subset"] for t in cfg["trained_on"]} >= {"hotpotqa_train", "musique_train", "popqa[400:]"}
-    assert (cfg["dense_method"], cfg["graph_method"]) == ("vanilla", "hipporag2")
+    assert (cfg["dense_method"], cfg["graph_method"]) == ("vanilla", "entity-walk")
     assert 0.0 <= cfg["tau_low"] <= cfg["tau_high"] <= 1.0 and len(cfg["features"]) == len(cfg["mean"])
     assert (folder / "weights.safetensors").stat().st_size < 1_000_000
     router = load_router()
@@ -80,7 +80,7 @@ def test_routes_and_their_retrievals(rag: RAG) -> None:
         assert r.info["complexity"] == pytest.approx(s, abs=1e-6)
         assert r.mode == router.route(s) == r.info["route"] and len(items) == len(r.scored) == 5
         dense, _ = rag.retrieve(q, "vanilla", k=5)
-        graph, _ = rag.retrieve(q, "hipporag2", k=5)
+        graph, _ = rag.retrieve(q, "entity-walk", k=5)  # the shipped router's graph path
         # the ablations are the single paths, exactly
         assert (
             rag.retrieve(q, "ea-graphrag-dense-only", k=5)[0].scored.ids.tolist() == dense.scored.ids.tolist()
@@ -102,7 +102,8 @@ def test_requirements_and_errors(rag: RAG) -> None:
     from paretorag.errors import ConfigError
     from paretorag.methods import get_method
 
-    assert set(get_method("ea-graphrag").requires) == {"vectors", *get_method("hipporag2").requires}
+    assert set(get_method("ea-graphrag").requires) == {"vectors", *get_method("entity-walk").requires}
+    assert set(get_method("ea-graphrag", graph_method="hipporag2").requires) == {"vectors", "fact_graph"}
     assert get_method("ea-graphrag-dense-only").requires == ("vectors",)
     with pytest.raises(ConfigError, match="route"):
         rag.retrieve(SIMPLE, "ea-graphrag", route="sideways")

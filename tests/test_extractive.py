@@ -164,3 +164,13 @@ def test_an_index_answers_with_its_embedder_within_the_budget(tmp_path: Path) ->
     assert {c.chunk_id for c in ans.citations} <= kept
     short = rag.query("Who drew the first design of the tower?", k=3, max_answer_tokens=10)
     assert rag.tokenizer.count([short.text])[0] <= 10
+
+
+def test_a_sentence_repeated_by_overlapping_chunks_is_said_once() -> None:
+    llm = ExtractiveLLM(embedder=HashEmbedder(64), keep_ratio=0.0)
+    overlap = "Gustave Eiffel's company built the tower in Paris."
+    texts = (f"{PASSAGES[0]} {overlap}", f"{overlap}  {PASSAGES[1]}")
+    text = llm.complete(
+        Request((), Task("answer", texts=texts, question="Who built the tower in Paris?"))
+    ).text
+    assert text.count(overlap) == 1 and text.count("[") == 3

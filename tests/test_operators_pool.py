@@ -70,6 +70,21 @@ def test_node_ppr_spreads_from_the_seeds() -> None:
         run("node.ppr", damping=1.0)
 
 
+def test_node_ppr_specificity_divides_each_seed_by_its_chunk_count() -> None:
+    # HippoRAG §3.2: Marie occurs in 3 chunks, Pierre in 1, so with equal seed scores
+    # the walk restarts 3 times more at Pierre: the same as seeding 1/3 and 1 by hand
+    spec = run("node.ppr", with_entities([MARIE, PIERRE]), k=None, specificity=True)
+    hand = run("node.ppr", with_entities([MARIE, PIERRE], [1 / 3, 1.0]), k=None)
+    plain = run("node.ppr", with_entities([MARIE, PIERRE]), k=None)
+    assert spec.ids.tolist() == hand.ids.tolist()
+    np.testing.assert_allclose(spec.scores, hand.scores, rtol=1e-6)
+    assert spec.ids[0] == PIERRE and plain.ids[0] == MARIE  # the rare seed now leads
+    alone = run("node.ppr", with_entities([RADIUM]), k=None, specificity=True)
+    assert alone.ids.tolist() == [RADIUM]  # a node in no chunk keeps its seed score
+    with pytest.raises(ConfigError, match="specificity"):
+        run("node.ppr", with_entities([MARIE]), specificity="yes")
+
+
 def test_node_onehop_returns_neighbours() -> None:
     assert sorted(run("node.onehop", with_entities([WARSAW])).ids.tolist()) == [MARIE, POLAND]
     assert sorted(run("node.onehop", with_entities([WARSAW]), include_seeds=True).ids.tolist()) == [

@@ -8,6 +8,7 @@ such as ``[/wiki/otter]`` is shown as written, never read as rich markup.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from .distributed import LOCAL, RayCluster
 from .errors import ConfigError, IndexFormatError, ParetoragError
 from .progress import RichProgress
 from .providers.llm import make_llm
@@ -162,9 +164,20 @@ def index(
         None, "--ann", help="Vector index: auto (default: exact below 1M vectors) | exact | hnsw | ivf."
     ),
     no_wait: bool = NoWaitOpt,
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Chunk, embed and run spaCy as Ray tasks (needs paretorag[ray]): --ray alone starts a "
+        "local cluster; auto joins this machine's (ray start --head); ray://HOST:10001 a remote one.",
+    ),
+    ray_cpus: int | None = typer.Option(
+        None, "--ray-cpus", help="CPUs of the local Ray cluster that --ray starts (default: all)."
+    ),
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
     rag = None
+    cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
         rag = _open(
             index_dir,
@@ -178,8 +191,8 @@ def index(
             builders=_builder_settings(settings),
             ann=ann,
         )
-        with rag, RichProgress() as progress:
-            report = rag.index(paths, progress=progress)
+        with rag, RichProgress() as progress, cluster or contextlib.nullcontext():
+            report = rag.index(paths, progress=progress, cluster=cluster)
             _notes(rag)
             _report(report, rag)
     except ParetoragError as exc:
@@ -452,6 +465,11 @@ def serve(
         False, "--no-wait", help="Fail a write at once if another process is writing (default: wait)."
     ),
     max_upload_mb: int = typer.Option(32, "--max-upload-mb", help="Largest upload (POST /documents), in MB."),
+    keep_alive: int = typer.Option(
+        30,
+        "--keep-alive",
+        help="Seconds an idle HTTP connection stays open (uvicorn's default, 5, raced busy clients).",
+    ),
 ) -> None:
     """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
     try:
@@ -486,7 +504,7 @@ def serve(
             "or --api-key-file to require keys and to serve other hosts)"
         )
     err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
 
 
 def _register_eval() -> None:
@@ -511,9 +529,27 @@ def _register_train_router() -> None:
 _register_train_router()
 
 
+def optional_ray_address(argv: list[str]) -> list[str]:
+    """``--ray`` given without an address (last, or before another option) means ``--ray local``.
+
+    Examples
+    --------
+    >>> optional_ray_address(["index", "a.md", "--ray", "--index", "ix"])
+    ['index', 'a.md', '--ray', 'local', '--index', 'ix']
+    >>> optional_ray_address(["index", "a.md", "--ray", "auto"])
+    ['index', 'a.md', '--ray', 'auto']
+    """
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--ray" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(LOCAL)
+    return out
+
+
 def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(message)s")
-    app()
+    app(args=optional_ray_address(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
 from .types import ContextItem, Document, FloatArray, Scored, Usage
 from .vectors import VectorIndex, resolve_ann
+
+if TYPE_CHECKING:
+    from .distributed import RayCluster
 
 EMBED_BATCH = 64
 SPAN_SUFFIX = "#span"  # cache namespace of span vectors pooled from a text's own pass
@@ -82,6 +85,10 @@ class CachedEmbedder:
     wait for each other's batches instead of embedding the same texts twice (the model
     runs one batch at a time anyway). Model calls are counted per build stage
     (:mod:`paretorag.providers.counting`).
+
+    With a ``cluster`` (:class:`paretorag.distributed.RayCluster`), the batches missing
+    from the cache are embedded by Ray tasks with the embedder ``spec`` and committed
+    as they arrive.
     """
 
     def __init__(
@@ -90,8 +97,13 @@ class CachedEmbedder:
         store: Store,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        *,
+        cluster: RayCluster | None = None,
+        spec: str = "",
     ) -> None:
         self.inner = embedder
+        self.cluster = cluster
+        self.spec = spec
         self._cancel = cancel or threading.Event()
         self.name = embedder.name
         self.dim = embedder.dim
@@ -114,11 +126,11 @@ class CachedEmbedder:
         record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
             items = list(todo.items())
+            batches = [items[i : i + EMBED_BATCH] for i in range(0, len(items), EMBED_BATCH)]
             with self._progress.task(description or "embedding", total=len(items)) as task:
-                for i in range(0, len(items), EMBED_BATCH):
+                for b, vecs in self._vectors(batches):
                     check(self._cancel)
-                    batch = items[i : i + EMBED_BATCH]
-                    vecs = self.inner.embed([t for _, t in batch])
+                    batch = batches[b]
                     self.computed += len(batch)
                     record("embed_texts", len(batch))
                     record("embed_batches")
@@ -202,6 +214,15 @@ class CachedEmbedder:
         ]
         return out, span_out
 
+    def _vectors(self, batches: list[list[tuple[str, str]]]) -> Iterator[tuple[int, np.ndarray]]:
+        """``(i, vectors of batches[i])``: here, in order, or by the cluster as tasks finish."""
+        if self.cluster is not None:
+            yield from self.cluster.embed(self.spec, [[t for _, t in b] for b in batches])
+            return
+        for i, batch in enumerate(batches):
+            check(self._cancel)
+            yield i, self.inner.embed([t for _, t in batch])
+
 
 class _Labelled:
     """A :class:`CachedEmbedder` whose progress bar carries a given label."""
@@ -264,6 +285,7 @@ class _BuildContext:
         self.progress = CancellableProgress(index.progress, index.cancel)
         self.workers = index.manifest.config.workers
         self.embed_titles = index.manifest.config.embed_titles
+        self.cluster = index.cluster  # a Ray cluster for spaCy extraction, or None
         self._index = index
         self._built = built
 
@@ -296,12 +318,20 @@ class IndexWriter:
         llm_factory: Callable[[], LLM],
         usage: Usage,
         progress: Progress | None = None,
+        cluster: RayCluster | None = None,
     ) -> None:
         self.root = root
         self.store = store
         self.manifest = manifest
         self.cancel = threading.Event()  # set on Ctrl-C: builder threads stop at their next step
-        self.embedder = CachedEmbedder(embedder, store, progress, self.cancel)
+        self.cluster = cluster
+        spec = manifest.config.embedder
+        if cluster is not None:
+            from .distributed import check_embedder
+            from .providers.embedders import make_embedder
+
+            check_embedder(spec, embedder.name, make_embedder)
+        self.embedder = CachedEmbedder(embedder, store, progress, self.cancel, cluster=cluster, spec=spec)
         self.tokenizer = tokenizer
         self._llm_factory = llm_factory
         self._llm: LLM | None = None
@@ -318,6 +348,8 @@ class IndexWriter:
     # -- stage 1 --------------------------------------------------------------
     def ingest(self, docs: Sequence[Document]) -> tuple[int, int]:
         """Chunk and store new documents; returns (added, unchanged)."""
+        if self.cluster is not None:
+            return self._ingest_on(self.cluster, docs)
         cfg = self.manifest.config
         added = unchanged = 0
         t0 = time.perf_counter()
@@ -335,6 +367,27 @@ class IndexWriter:
         if added:
             self.timings["ingest"] = time.perf_counter() - t0
         return added, unchanged
+
+    def _ingest_on(self, cluster: RayCluster, docs: Sequence[Document]) -> tuple[int, int]:
+        """:meth:`ingest` with the chunking done by Ray tasks; documents are stored here,
+        in input order, each in its own transaction (a re-run skips them)."""
+        cfg = self.manifest.config
+        t0 = time.perf_counter()
+        new: dict[str, Document] = {}
+        for doc in docs:
+            if doc.doc_id not in new and not self.store.has_document(doc.doc_id):
+                new[doc.doc_id] = doc
+        todo = list(new.values())
+        with self.progress.task("chunking (Ray)", total=len(docs)) as task:
+            task.advance(len(docs) - len(todo))
+            chunked = cluster.chunk(cfg.embedder, todo, cfg.chunk_size, cfg.chunk_overlap)
+            for doc, chunks in zip(todo, chunked, strict=True):
+                check(self.cancel)
+                self.store.add_document(doc, chunks)
+                task.advance()
+        if todo:
+            self.timings["ingest"] = time.perf_counter() - t0
+        return len(todo), len(docs) - len(todo)
 
     # -- stages 2-5 -----------------------------------------------------------
     def commit(self) -> None:
@@ -395,7 +448,9 @@ class IndexWriter:
             for name, b in builders.items()
             if not has_structure(sdir, dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
         ]
-        if not wanted or not self.embedder.pools_tokens:
+        # on a Ray cluster the chunk vectors are embedded by the cluster's tasks, which give
+        # no token embeddings: builders then pool their spans in a local pass of their own
+        if not wanted or not self.embedder.pools_tokens or self.embedder.cluster is not None:
             return None
         return [sorted(set().union(*(w[i] for w in wanted))) for i in range(len(texts))]
 

@@ -22,7 +22,11 @@ where generic nouns ("film", "county") join almost every pair of entities within
 ``h`` hops and Graph Filter keeps every pair (measured in the README):
 ``common_nouns=False`` keeps named entities and proper nouns only, and ``max_df``
 drops entities found in more than that fraction of the chunks (an IDF filter, as
-scikit-learn's ``max_df``). Both default to the paper's graph.
+scikit-learn's ``max_df``). ``common_nouns`` defaults to the paper's graph; ``max_df``
+defaults to ``"auto"``: 0.02 on a corpus of at least 10 documents, where it raised
+e2graphrag's R@5 on all four passage sets and nq_leval measured (README), and 1.0 (the
+paper's graph, nothing dropped) on fewer, such as the paper's one novel per index,
+whose main characters fill more than 2% of the chunks.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
 from ..store import text_hash
 from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
+
+# ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
+AUTO_MAX_DF = 0.02
+AUTO_MIN_DOCUMENTS = 10
+COMMIT_EVERY = 256  # extracted chunks written to the cache at a time
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -142,9 +151,11 @@ class EntityGraph(Builder):
     common_nouns : bool
         Common nouns are entities, as in the paper (default). False: named entities and
         proper nouns only.
-    max_df : float
+    max_df : float or "auto"
         Drop entities that occur in more than this fraction of the chunks (1.0, the
         paper's graph, drops none). Questions' mentions of them are then ignored.
+        ``"auto"`` (default): ``AUTO_MAX_DF`` when the corpus has at least
+        ``AUTO_MIN_DOCUMENTS`` documents, else 1.0.
     n_process : int, optional
         spaCy processes (default: the index's ``workers``, at most the CPU count).
     batch_size : int
@@ -152,7 +163,7 @@ class EntityGraph(Builder):
     """
 
     name = "entity_graph"
-    version = 2  # stored as the one graph value
+    version = 3  # 3: max_df "auto"  # stored as the one graph value
     _extract_version = 2  # part of the per-chunk cache key: bump when extraction output changes
     runtime_params = ("n_process", "batch_size")
     requires = ()
@@ -165,7 +176,7 @@ class EntityGraph(Builder):
         split_names: bool = True,
         sentences: SentenceMode = "senter",
         common_nouns: bool = True,
-        max_df: float = 1.0,
+        max_df: float | str = "auto",
         n_process: int | None = None,
         batch_size: int = 8,
     ) -> None:
@@ -207,17 +218,24 @@ class EntityGraph(Builder):
             key["common_nouns"] = False
         return json.dumps(key, sort_keys=True, default=str)
 
-    def build(self, ctx: BuildContext) -> StructureData:
+    def resolved_max_df(self, n_documents: int) -> float:
+        """``max_df`` as a number: ``"auto"`` is 0.02 from 10 documents on, else 1.0."""
+        if self.max_df == "auto":
+            return AUTO_MAX_DF if n_documents >= AUTO_MIN_DOCUMENTS else 1.0
         if (
             isinstance(self.max_df, bool)
             or not isinstance(self.max_df, int | float)
             or not 0 < self.max_df <= 1
         ):
             raise ConfigError(
-                f"EntityGraph.max_df must be a fraction of the chunks in (0, 1], got {self.max_df!r}; "
-                "1.0 keeps every entity"
+                f"EntityGraph.max_df must be a fraction of the chunks in (0, 1] or 'auto', got {self.max_df!r}; "
+                "1.0 keeps every entity (the paper's graph)"
             )
+        return float(self.max_df)
+
+    def build(self, ctx: BuildContext) -> StructureData:
         chunks = ctx.chunks
+        max_df = self.resolved_max_df(len(set(chunks.doc_ids)))
         extractor = self.extractor(ctx.workers)
         t0 = time.perf_counter()
         # per-chunk results are cached by chunk text and extractor settings, so an insert
@@ -228,19 +246,29 @@ class EntityGraph(Builder):
         todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
         n_tokens = 0
         fresh: list[tuple[str, Any]] = []
+        texts = [chunks.texts[i] for i in todo]
+        cluster = getattr(ctx, "cluster", None)  # Ray tasks (paretorag.distributed) or here
+        if cluster is not None:
+            found = cluster.extract(extractor.worker_settings(), texts)
+        else:
+            found = ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
         with ctx.progress.task("entity graph (spaCy)", total=len(todo)) as bar:
-            for i, ex in zip(todo, extractor.extract([chunks.texts[i] for i in todo]), strict=True):
-                fresh.append((keys[i], {"sentences": ex.sentences, "n_tokens": ex.n_tokens}))
-                n_tokens += ex.n_tokens
+            for i, (sentences, n) in zip(todo, found, strict=True):
+                fresh.append((keys[i], {"sentences": sentences, "n_tokens": n}))
+                n_tokens += n
                 bar.advance()
+                if len(fresh) >= COMMIT_EVERY:  # committed batches are not redone after a crash
+                    ctx.cache_put(fresh)
+                    cached.update(fresh)
+                    fresh = []
         if fresh:
             ctx.cache_put(fresh)
             cached.update(fresh)
         per_chunk = [cached[k]["sentences"] for k in keys]
         seconds_nlp = time.perf_counter() - t0
         dropped: set[str] = set()
-        if self.max_df < 1:
-            dropped = frequent_terms(per_chunk, float(self.max_df))
+        if max_df < 1:
+            dropped = frequent_terms(per_chunk, max_df)
             per_chunk = [[[t for t in sent if t not in dropped] for sent in sents] for sents in per_chunk]
         graph = graph_from_mentions(per_chunk, len(chunks))
         stats: dict[str, Any] = {
@@ -254,6 +282,7 @@ class EntityGraph(Builder):
             "chunks_extracted": len(todo),
             "chunks_from_cache": len(chunks) - len(todo),
             "dropped_frequent": len(dropped),
+            "max_df": max_df,
         }
         meta = {
             "n_chunks": len(chunks),

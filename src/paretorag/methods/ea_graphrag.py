@@ -3,8 +3,10 @@
 Algorithm 1: the router scores the question (``ea-graphrag.complexity``, Eq. 1); with
 ``s(q) < tau_low`` the dense method retrieves, with ``s(q) >= tau_high`` the graph
 method, and in between both do and ``ea-graphrag.wrrf`` fuses their lists with weights
-``1 - s(q)`` and ``s(q)`` (Eq. 8-9). The dense and graph paths are registered methods
-(``vanilla`` and ``hipporag2`` by default, §3.4.1-§3.4.2). The retrieval's ``mode`` is
+``1 - s(q)`` and ``s(q)`` (Eq. 8-9). The dense and graph paths are registered methods,
+by default the two the router was trained on: the shipped router's are ``vanilla`` and
+``entity-walk`` (the offline graph path that beats dense here; ``graph_method="hipporag2"``
+is the paper's HippoRAG 2 path, §3.4.1-§3.4.2). The retrieval's ``mode`` is
 the route taken (``dense``, ``graph`` or ``fusion``) and ``info["complexity"]`` the score,
 so ``paretorag eval`` reports the share of questions on each route.
 
@@ -36,8 +38,10 @@ class EAGraphRAG(Method):
     ----------
     router : str, optional
         Router folder (``paretorag train-router``); ``None``: the shipped default.
-    dense_method, graph_method : str
-        Registered methods of the two paths (``"vanilla"``, ``"hipporag2"``).
+    dense_method, graph_method : str, optional
+        Registered methods of the two paths; ``None`` (default): the ones the router was
+        trained to choose between (its ``dense_method`` / ``graph_method``; the shipped
+        router: ``"vanilla"`` and ``"entity-walk"``).
     tau_low, tau_high, tau_single : float, optional
         Thresholds overriding the router's tuned ones (Eq. 2; ``tau_single`` without fusion).
     fusion : bool
@@ -57,8 +61,8 @@ class EAGraphRAG(Method):
         self,
         *,
         router: str | None = None,
-        dense_method: str = "vanilla",
-        graph_method: str = "hipporag2",
+        dense_method: str | None = None,
+        graph_method: str | None = None,
         tau_low: float | None = None,
         tau_high: float | None = None,
         tau_single: float | None = None,
@@ -83,8 +87,16 @@ class EAGraphRAG(Method):
             raise ConfigError(f"ea-graphrag: route must be auto, dense, graph or fusion, got {self.route!r}")
         return {"dense": ("dense",), "graph": ("graph",)}.get(self.route, ("dense", "graph"))
 
-    def _method(self, path: str) -> Method:
+    def path_method(self, path: str) -> str:
+        """The registered method of ``path`` ("dense" or "graph"): the setting, else the router's."""
         name = self.dense_method if path == "dense" else self.graph_method
+        if name is None:
+            meta = load_router(self.router).meta
+            name = str(meta.get(f"{path}_method", "vanilla" if path == "dense" else "hipporag2"))
+        return name
+
+    def _method(self, path: str) -> Method:
+        name = self.path_method(path)
         method = get_method(name)
         if isinstance(method, EAGraphRAG):
             raise ConfigError(f"ea-graphrag: {path}_method={name!r} would recurse; name another method")
@@ -129,13 +141,13 @@ class EAGraphRAG(Method):
             if COMPLEXITY not in state.results:  # a forced fusion route still weighs by s(q)
                 Complexity(router=self.router)(index, state)
             WeightedRRF(rrf_k=check_nonneg_int(self, "rrf_k", self.rrf_k), k=k)(index, state)
-            state.branch = f"{self.dense_method}+{self.graph_method} wRRF"
+            state.branch = f"{self.path_method('dense')}+{self.path_method('graph')} wRRF"
         else:
             sub = subs[route]
             state.put("chunk", sub.scored)
             state.items, state.context_text = sub.items, sub.context_text
             state.info.update({f"{route}.{key}": value for key, value in sub.info.items()})
-            state.branch = self.dense_method if route == "dense" else self.graph_method
+            state.branch = self.path_method(route)
         state.mode = route
         state.info["route"] = route
         return state.retrieval()

@@ -139,6 +139,11 @@ class NodePPR(Operator):
     code. ``k=None`` keeps every node with a positive score (what the relation
     Aggregator sums over). ``source`` may name several results, whose scores are
     summed into one restart vector (FastGraphRAG: Link and VDB).
+
+    With ``specificity`` (HippoRAG §3.2, "node specificity"), each seed's restart
+    probability is multiplied by ``s_i = 1 / |P_i|``, ``P_i`` the chunks the node occurs
+    in, so a question term linked to a hub ("film", "director") restarts little and a
+    rare name restarts much: HippoRAG's IDF-like signal, computed from the graph alone.
     """
 
     name = "node.ppr"
@@ -154,23 +159,37 @@ class NodePPR(Operator):
         k: int | None = 4,
         damping: float = 0.5,
         source: str | Sequence[str] = "entity",
+        specificity: bool = False,
     ) -> None:
         self.graph = graph
         self.k = k
         self.damping = damping
         self.source = source
+        self.specificity = specificity
 
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_k(self, "k", self.k)
         damping = check_fraction(self, "damping", self.damping, closed=False)
+        if not isinstance(self.specificity, bool):
+            raise ConfigError(
+                f"{type(self).__name__}.specificity must be True or False, got {self.specificity!r}"
+            )
         graph = load_graph(index, self.graph)
         p = np.clip(seed_vector(state, self.source, graph.n_nodes, KIND), 0.0, None)
+        if self.specificity:
+            p = p * index.cached(f"specificity:{self.graph}", lambda: _specificity(graph))
         if not p.sum() > 0:
             return Scored.empty(KIND)
         t = index.cached(f"transition:{self.graph}", lambda: transition(graph.adjacency))
         scores = pagerank(None, damping=damping, personalization=p, transition_t=t)
         rows = np.flatnonzero(scores > 0)
         return best(scores[rows], rows, k, KIND)
+
+
+def _specificity(graph: Graph) -> FloatArray:
+    """HippoRAG's node specificity ``1 / |P_i|`` (HippoRAG §3.2); 1 for a node in no chunk."""
+    n_chunks = np.diff(graph.node_chunks.indptr).astype(np.float64)
+    return 1.0 / np.maximum(n_chunks, 1.0)
 
 
 @register_operator

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from ..query import IndexView, State
 
 
-def idf_bipartite_transition(graph: Graph) -> tuple[sp.csr_matrix, np.ndarray]:
-    """PPR transition of ``[[0, B], [B^T, 0]]``, passages first, ``B[c, e] = idf(e)`` where ``e`` occurs in ``c``.
+def idf_bipartite(graph: Graph) -> sp.csr_matrix:
+    """Passages x entities, ``B[c, e] = idf(e) = log((N + 1) / (df + 1))`` where ``e`` occurs in ``c``.
 
     Entities in a single passage get weight 0 (they would only send the walk back).
     """
@@ -49,7 +49,43 @@ def idf_bipartite_transition(graph: Graph) -> tuple[sp.csr_matrix, np.ndarray]:
     idf = np.where(df > 1, np.log((n_passages + 1.0) / (df + 1.0)), 0.0)
     b = sp.csr_matrix(occ @ sp.diags(idf))
     b.eliminate_zeros()
+    return b
+
+
+def idf_bipartite_transition(graph: Graph) -> tuple[sp.csr_matrix, np.ndarray]:
+    """PPR transition of ``[[0, B], [B^T, 0]]``, passages first (:func:`idf_bipartite`)."""
+    b = idf_bipartite(graph)
     return transition(sp.bmat([[None, b], [b.T, None]], format="csr"))
+
+
+def local_walk(
+    b: sp.csr_matrix, b_t: sp.csr_matrix, restart: dict[int, float], damping: float, hub_df: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The walk on the neighbourhood of the restart passages only: (passage rows, PPR mass).
+
+    The subgraph holds the restart passages, every passage sharing an entity with them
+    (the bridge candidates), and the entities that link two or more of those passages.
+    Entities in more than ``hub_df`` passages are left out: each of their passages would
+    get a negligible share of the walk, and they would pull in most of the corpus. The
+    walk's cost then depends on the restart passages' neighbourhood, not on the corpus.
+    """
+    df = np.diff(b_t.indptr)
+    seeds = np.fromiter(restart, dtype=np.int64)
+    e1 = np.unique(b[seeds].indices)
+    e1 = e1[df[e1] <= hub_df]
+    passages = np.union1d(seeds, b_t[e1].indices)
+    ents, counts = np.unique(b[passages].indices, return_counts=True)
+    ents = ents[(counts >= 2) & (df[ents] <= hub_df)]
+    sub = sp.csr_matrix(b[passages][:, ents])
+    t = transition(sp.bmat([[None, sub], [sub.T, None]], format="csr"))
+    p = np.zeros(passages.size + ents.size)
+    p[np.searchsorted(passages, seeds)] = [restart[int(i)] for i in seeds]
+    mass = pagerank(None, damping=damping, personalization=p, transition_t=t)[: passages.size]
+    return passages, mass
+
+
+SOLVERS = ("auto", "exact", "local")
+AUTO_LOCAL_NODES = 200_000  # "auto" walks the whole graph below this many nodes
 
 
 @register_operator
@@ -70,6 +106,12 @@ class ChunkEntityWalk(Operator):
         How many of the source's best passages restart the walk (5).
     prior_power : float
         Restart weight = (score - score of passage ``prior_top + 1``) ** ``prior_power`` (2).
+    solver : {"auto", "exact", "local"}
+        ``exact``: power iteration over the whole graph. ``local``: over the restart
+        passages' neighbourhood only (:func:`local_walk`), whose cost does not grow with
+        the corpus. ``auto`` (default): exact below ``AUTO_LOCAL_NODES`` graph nodes.
+    hub_df : int
+        ``local`` leaves out entities found in more than this many passages (1000).
     """
 
     name = "chunk.entity_walk"
@@ -87,6 +129,8 @@ class ChunkEntityWalk(Operator):
         damping: float = 0.5,
         prior_top: int = 5,
         prior_power: float = 2.0,
+        solver: str = "auto",
+        hub_df: int = 1000,
     ) -> None:
         self.graph = graph
         self.source = source
@@ -94,6 +138,8 @@ class ChunkEntityWalk(Operator):
         self.damping = damping
         self.prior_top = prior_top
         self.prior_power = prior_power
+        self.solver = solver
+        self.hub_df = hub_df
 
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
@@ -109,12 +155,26 @@ class ChunkEntityWalk(Operator):
         n_passages = graph.node_chunks.shape[1]
         ids, scores = ranked.ids[:top], np.asarray(ranked.scores[:top], dtype=np.float64)
         floor = float(ranked.scores[top]) if len(ranked) > top else float(scores.min()) - 1e-3
-        restart = np.zeros(n_passages + graph.n_nodes)
-        restart[ids] = np.clip(scores - floor, 1e-6, None) ** float(p)
+        weights = np.clip(scores - floor, 1e-6, None) ** float(p)
+        if self.solver not in SOLVERS:
+            raise ConfigError(f"ChunkEntityWalk.solver must be one of {SOLVERS}, got {self.solver!r}")
+        hub_df = check_positive_int(self, "hub_df", self.hub_df)
+        local = self.solver == "local" or (
+            self.solver == "auto" and n_passages + graph.n_nodes >= AUTO_LOCAL_NODES
+        )
+        if local:
+            b = index.cached(f"bipartite:entity_walk:{self.graph}", lambda: idf_bipartite(graph))
+            b_t = index.cached(f"bipartite_t:entity_walk:{self.graph}", lambda: sp.csr_matrix(b.T))
+            restart = {int(i): float(w) for i, w in zip(ids, weights, strict=True)}
+            rows, mass = local_walk(b, b_t, restart, damping, hub_df)
+            keep = mass > 0
+            return top_k(mass[keep], k, "chunk", rows=rows[keep])
+        restart_v = np.zeros(n_passages + graph.n_nodes)
+        restart_v[ids] = weights
         t = index.cached(f"transition:entity_walk:{self.graph}", lambda: idf_bipartite_transition(graph))
-        mass = pagerank(None, damping=damping, personalization=restart, transition_t=t)[:n_passages]
-        rows = np.flatnonzero(mass > 0)
-        return top_k(mass[rows], k, "chunk", rows=rows)
+        full = pagerank(None, damping=damping, personalization=restart_v, transition_t=t)[:n_passages]
+        nz = np.flatnonzero(full > 0)
+        return top_k(full[nz], k, "chunk", rows=nz)
 
 
-__all__ = ["ChunkEntityWalk", "idf_bipartite_transition"]
+__all__ = ["ChunkEntityWalk", "idf_bipartite", "idf_bipartite_transition", "local_walk"]

@@ -365,10 +365,15 @@ class ExtractiveLLM:
         scores = self.scores(cands)
         best = float(scores.max())
         parts: list[str] = []
+        said: set[str] = set()
         used = 0
         for i in np.argsort(-scores, kind="stable"):
             if len(parts) == self.answer_sentences or (parts and scores[i] < self.keep_ratio * best):
                 break
+            key = " ".join(cands.sentences[i].lower().split())
+            if key in said:  # the same sentence from an overlapping chunk: cite it once
+                continue
+            said.add(key)
             part = f"{cands.sentences[i]} [{cands.passage[i]}]"
             n = self._count(part) + (1 if parts else 0)
             if used + n > max_tokens:

@@ -360,14 +360,17 @@ class EntityExtractor:
             return
         from .nlp_workers import parallel_extract
 
-        settings = {
+        yield from parallel_extract(texts, self.worker_settings(), n_process)
+
+    def worker_settings(self) -> dict[str, Any]:
+        """These settings as JSON, for an extraction process or a Ray task to rebuild the pipeline."""
+        return {
             "labels": list(self.labels),
             "split_names": bool(self.split_names),
             "sentences": self.sentences,
             "common_nouns": self.common_nouns,
             "batch_size": self.batch_size,
         }
-        yield from parallel_extract(texts, settings, n_process)
 
     def entities(self, text: str) -> list[str]:
         """Distinct entity terms of one text (a question), in order of first mention.

@@ -23,7 +23,7 @@ def train_router_command(
         ..., "--out", help="Router folder to write (router.json + weights.safetensors)."
     ),
     dense_method: str = typer.Option("vanilla", "--dense-method", help="Registered dense method."),
-    graph_method: str = typer.Option("hipporag2", "--graph-method", help="Registered graph method."),
+    graph_method: str = typer.Option("entity-walk", "--graph-method", help="Registered graph method."),
     work: Path = typer.Option(
         Path(".eval-cache/router-work"), "--work", help="Where per-subset eval results go (reused)."
     ),

@@ -52,7 +52,7 @@ from .adapter import FitSettings, fit
 from .features import FEATURE_NAMES, Featurizer
 from .model import Router, route_for
 
-ROUTER_VERSION = 1
+ROUTER_VERSION = 2  # 2: trained against entity-walk
 _SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>\d*):(?P<stop>\d*)\])?$")
 
 
@@ -110,7 +110,7 @@ class TrainSettings:
     """Settings of :func:`train_router` (see the module docstring)."""
 
     dense_method: str = "vanilla"
-    graph_method: str = "hipporag2"
+    graph_method: str = "entity-walk"
     label_metric: str = "recall@5"
     fallback_metric: str = "context_recall@5"
     n_features: int = 85
