@@ -7,6 +7,7 @@ stdout first, so the parent can send SIGINT while that stage runs.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -16,6 +17,9 @@ from paretorag.providers.llm import ExtractiveLLM
 
 
 def main() -> None:
+    # a parent started in the background by a non-interactive shell ignores SIGINT, and its
+    # children inherit that; the test is about what `paretorag index` does with Ctrl-C
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stage, index_dir, corpus = sys.argv[1:]
     if stage == "embed":
         embed = HashEmbedder.embed
