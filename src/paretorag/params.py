@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -97,6 +98,14 @@ def check_fraction(owner: object, name: str, value: object, *, closed: bool = Tr
     if not (0.0 <= v <= 1.0) or (not closed and v in (0.0, 1.0)):
         raise ConfigError(f"{type(owner).__name__}.{name} must lie in [0, 1], got {value!r}")
     return v
+
+
+def check_nonneg_number(owner: object, name: str, value: object, hint: str = "") -> float:
+    """Validate a finite number >= 0 (weights, exponents); ``hint`` names the default."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        extra = f" ({hint})" if hint else ""
+        raise ConfigError(f"{type(owner).__name__}.{name} must be a number >= 0{extra}, got {value!r}")
+    return float(value)
 
 
 def check_nonneg_int(owner: object, name: str, value: object) -> int:

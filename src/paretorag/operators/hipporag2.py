@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
+from ..params import check_nonneg_number
 from ..providers.base import is_generative
 from ..types import Scored
 from .base import (
@@ -243,11 +244,7 @@ class ChunkPPR(Operator):
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
         damping = check_fraction(self, "damping", self.damping, closed=False)
-        w = self.passage_node_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w) or w < 0:
-            raise ConfigError(
-                f"ChunkPPR.passage_node_weight must be a number >= 0 (HippoRAG 2: 0.05), got {w!r}"
-            )
+        w = check_nonneg_number(self, "passage_node_weight", self.passage_node_weight, "HippoRAG 2: 0.05")
         top = check_k(self, "prior_top", self.prior_top)
         keep = check_nonneg_int(self, "keep_dense", self.keep_dense)
         if self.fallback not in FALLBACKS:
@@ -304,9 +301,7 @@ class NodeMentions(Operator):
     def run(self, index: IndexView, state: State) -> Scored:
         from ..providers.nlp_kg import extract_kg, kg_name
 
-        w = self.weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w) or w < 0:
-            raise ConfigError(f"NodeMentions.weight must be a number >= 0, got {w!r}")
+        w = check_nonneg_number(self, "weight", self.weight)
         graph = load_graph(index, self.graph)
         score = np.clip(seed_vector(state, self.source, graph.n_nodes, "entity"), 0.0, None)
         ex = extract_kg([state.question])[0]

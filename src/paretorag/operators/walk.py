@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
+from ..params import check_nonneg_number
 from ..types import Scored
 from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
 
@@ -145,9 +146,7 @@ class ChunkEntityWalk(Operator):
         k = check_positive_int(self, "k", self.k)
         damping = check_fraction(self, "damping", self.damping, closed=False)
         top = check_positive_int(self, "prior_top", self.prior_top)
-        p = self.prior_power
-        if isinstance(p, bool) or not isinstance(p, int | float) or not np.isfinite(p) or p < 0:
-            raise ConfigError(f"ChunkEntityWalk.prior_power must be a number >= 0 (default 2), got {p!r}")
+        p = check_nonneg_number(self, "prior_power", self.prior_power, "default 2")
         ranked = state.get(self.source)
         if not len(ranked):
             return ranked
@@ -155,7 +154,7 @@ class ChunkEntityWalk(Operator):
         n_passages = graph.node_chunks.shape[1]
         ids, scores = ranked.ids[:top], np.asarray(ranked.scores[:top], dtype=np.float64)
         floor = float(ranked.scores[top]) if len(ranked) > top else float(scores.min()) - 1e-3
-        weights = np.clip(scores - floor, 1e-6, None) ** float(p)
+        weights = np.clip(scores - floor, 1e-6, None) ** p
         if self.solver not in SOLVERS:
             raise ConfigError(f"ChunkEntityWalk.solver must be one of {SOLVERS}, got {self.solver!r}")
         hub_df = check_positive_int(self, "hub_df", self.hub_df)
