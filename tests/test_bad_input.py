@@ -105,3 +105,22 @@ def test_llm_down_garbage_and_timeout_through_query(tmp_path):
             rag.query("capital of Ecuador?")
     # the index is intact and retrieval still works
     assert rag.query("capital of Ecuador?", context_only=True).contexts[0].title == "a"
+
+
+def test_an_index_configured_for_an_unknown_method_names_the_fix(tmp_path: Path) -> None:
+    """A method the index was configured for that this version lacks (a removed preset, or
+    an index written by a newer version) fails with the way out, and replace_methods takes it."""
+    from paretorag import RAG
+    from paretorag.errors import ConfigError
+    from paretorag.manifest import Manifest
+
+    ix = tmp_path / "ix"
+    RAG.open(ix, methods=["vanilla"], embedder="hash").close()
+    m = Manifest.load(ix)
+    m.config.methods.append("no-such-method")
+    m.save(ix)
+    with pytest.raises(ConfigError, match=r"'no-such-method'.*--replace-methods"):
+        RAG.open(ix, methods=["bm25"])
+    with RAG.open(ix, methods=["vanilla", "bm25"], replace_methods=True) as rag:
+        assert rag.manifest.config.methods == ["vanilla", "bm25"]
+    assert Manifest.load(ix).config.methods == ["vanilla", "bm25"]

@@ -133,3 +133,30 @@ def test_cli_error_names_the_fix(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path), "--subset", "nope"])
     assert result.exit_code == 2
     assert "unknown subset 'nope'" in result.output
+
+
+@needs_data
+def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> None:
+    """An eval serves exactly the methods it runs: a later run does not build (or keep
+    updating) what an earlier one asked for, and a structure asked for again is reused."""
+    from paretorag.manifest import Manifest
+
+    kwargs = dict(
+        limit=3, ks=(2,), corpus="own", embedder="hash", retrieval_only=True, plots=False,
+        out_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
+    )
+    first = run_eval(DATA, "musique_dev200", ["vanilla", "bm25"], **kwargs)
+    index_dir = Path(first["config"]["index_dir"])
+    bm25_dir = index_dir / "structures" / Manifest.load(index_dir).structures["bm25"]["dir"]
+    stamp = bm25_dir.stat().st_mtime_ns
+
+    run_eval(DATA, "musique_dev200", ["vanilla"], **kwargs)
+    m = Manifest.load(index_dir)
+    assert m.config.methods == ["vanilla"]  # the next change of the corpus updates vanilla's alone
+    assert bm25_dir.is_dir()  # kept on disk for a later run
+
+    again = run_eval(DATA, "musique_dev200", ["bm25"], **kwargs)
+    m = Manifest.load(index_dir)
+    assert m.config.methods == ["bm25"] and (index_dir / "structures" / m.structures["bm25"]["dir"]) == bm25_dir
+    assert bm25_dir.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]

@@ -112,6 +112,29 @@ def test_local_cluster_builds_the_same_spacy_entity_graph_and_tree(tmp_path, clu
     ray.close()
 
 
+def test_local_cluster_pools_sentence_spans_in_the_chunk_pass(tmp_path, cluster):
+    """The concept graph's sentence vectors (G2ConS Eq. 1) come from the cluster's one
+    pass per chunk, as in a single process: no chunk is embedded a second time."""
+    paths = _corpus(tmp_path / "corpus", 40, long_docs=0)
+    methods = ["vanilla", "g2cons"]
+    one = RAG.open(tmp_path / "one", embedder=HashEmbedder(32), methods=methods, chunk_size=200)
+    one.index(paths)
+    ray = RAG.open(tmp_path / "ray", embedder="hash:32", methods=methods, chunk_size=200)
+    before = dict(cluster.tasks_run)
+    ray.index(paths, cluster=cluster)
+    assert cluster.tasks_run["embed_spans"] > before.get("embed_spans", 0)
+    assert cluster.tasks_run["embed"] == before.get("embed", 0)  # no separate chunk pass
+
+    calls = ray.manifest.model_calls
+    assert calls["vectors"]["embed_texts"] == ray.manifest.counts["chunks"]
+    assert calls["vectors"]["pooled_spans"] > ray.manifest.counts["chunks"]  # several sentences each
+    assert calls.get("build.concept_graph", {}).get("embed_texts", 0) == 0
+    assert ray.manifest.model_calls == one.manifest.model_calls
+    _same_structures(_structures(ray), _structures(one))
+    one.close()
+    ray.close()
+
+
 def _child(index_dir: Path, paths: list[Path], kill_on: str | None = None) -> int | None:
     """Run ray_child.py; with ``kill_on``, SIGKILL its process group (the driver and the
     local cluster it started) at that progress line. Returns the texts it embedded."""

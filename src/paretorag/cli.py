@@ -144,6 +144,11 @@ def index(
     methods: str | None = typer.Option(
         None, "--methods", "-m", help="Methods to build for, e.g. vanilla,e2graphrag."
     ),
+    replace_methods: bool = typer.Option(
+        False,
+        "--replace-methods",
+        help="Serve exactly --methods: drop the index's other methods (their built structures stay on disk).",
+    ),
     llm: str | None = typer.Option(None, "--llm", help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]"),
     embedder: str | None = typer.Option(
         None, "--embedder", help="minilm (default) | hash | st:PATH | openai:MODEL:DIM"
@@ -183,6 +188,7 @@ def index(
             index_dir,
             no_wait,
             methods=_methods(methods),
+            replace_methods=replace_methods,
             llm=llm,
             embedder=embedder,
             chunk_size=chunk_size,

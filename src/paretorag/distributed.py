@@ -69,6 +69,19 @@ def embed_task(spec: str, texts: list[str]) -> np.ndarray:
     return np.asarray(_worker_embedder(spec).embed(texts), dtype=np.float32)
 
 
+def embed_spans_task(
+    spec: str, texts: list[str], spans: list[list[tuple[int, int]]]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One forward pass per text (a Ray task): the text vectors, and per text the
+    L2-normalized mean of its token embeddings over each of its character ``spans``
+    (:func:`paretorag.providers.embedders.pool_spans`; G2ConS Eq. 1 sentences)."""
+    from .providers.embedders import pool_spans
+
+    outs = _worker_embedder(spec).token_embeddings(texts)
+    vectors = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(texts), -1)
+    return vectors, [pool_spans(te, sp) for te, sp in zip(outs, spans, strict=True)]
+
+
 def chunk_task(
     spec: str, size: int, overlap: int, docs: list[list[Any]]
 ) -> list[list[tuple[str, int, int, int, str, int]]]:
@@ -144,7 +157,7 @@ class RayCluster:
         self._ray: Any = None
         self._started = False  # this object started ray (and shuts it down)
         self._tasks: dict[str, Any] = {}
-        self.tasks_run = {"chunk": 0, "embed": 0, "extract": 0}
+        self.tasks_run = {"chunk": 0, "embed": 0, "embed_spans": 0, "extract": 0}
 
     # -- connecting --------------------------------------------------------------------
     def __enter__(self) -> RayCluster:
@@ -194,6 +207,7 @@ class RayCluster:
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries)
         self._tasks = {
             "embed": remote(embed_task),
+            "embed_spans": remote(embed_spans_task),
             "chunk": remote(chunk_task),
             "extract": remote(extract_task),
         }
@@ -279,6 +293,13 @@ class RayCluster:
     def embed(self, spec: str, batches: Sequence[list[str]]) -> Iterator[tuple[int, np.ndarray]]:
         """``(i, vectors of batches[i])`` as batches finish (by the embedder of ``spec``)."""
         return self._unordered("embed", [(spec, b) for b in batches])
+
+    def embed_spans(
+        self, spec: str, batches: Sequence[tuple[list[str], list[list[tuple[int, int]]]]]
+    ) -> Iterator[tuple[int, tuple[np.ndarray, list[np.ndarray]]]]:
+        """``(i, (vectors, span vectors per text))`` of ``batches[i] = (texts, spans)`` as
+        batches finish: each text's vector and its spans' pooled vectors from one pass."""
+        return self._unordered("embed_spans", [(spec, texts, spans) for texts, spans in batches])
 
     def extract(self, settings: dict[str, Any], texts: Sequence[str]) -> Iterator[tuple[list[Any], int]]:
         """(entity terms per sentence, token count) of each text, in order (spaCy, ``settings``

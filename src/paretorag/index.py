@@ -34,7 +34,7 @@ from .errors import ConfigError, DamagedIndexError, MissingStructureError
 from .graphs.base import Builder, builder_class, get_builder
 from .lock import collect_garbage
 from .manifest import IndexConfig, Manifest
-from .methods.base import get_method
+from .methods.base import available_methods, get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
 from .providers.counting import ModelCalls, counting, record
@@ -183,22 +183,20 @@ class CachedEmbedder:
         record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
             items = list(todo.items())
+            batches = [items[i : i + EMBED_BATCH] for i in range(0, len(items), EMBED_BATCH)]
             with self._progress.task(description or "embedding", total=len(items)) as task:
-                for i in range(0, len(items), EMBED_BATCH):
+                for b, (vecs, pooled) in self._span_vectors(batches):
                     check(self._cancel)
-                    batch = items[i : i + EMBED_BATCH]
-                    outs = self.inner.token_embeddings([t for _, (t, _) in batch])  # type: ignore[attr-defined]
+                    batch = batches[b]
                     self.computed += len(batch)
                     record("embed_texts", len(batch))
                     record("embed_batches")
                     pairs: list[tuple[str, np.ndarray]] = []
                     span_pairs: list[tuple[str, np.ndarray]] = []
-                    for (h, (_, want)), te in zip(batch, outs, strict=True):
+                    for j, (h, (_, want)) in enumerate(batch):
                         if h not in found:
-                            pairs.append((h, te.vector))
-                        if want:
-                            pooled = pool_spans(te, list(want))
-                            span_pairs.extend(zip(want.values(), pooled, strict=True))
+                            pairs.append((h, vecs[j]))
+                        span_pairs.extend(zip(want.values(), pooled[j], strict=True))
                     record("pooled_spans", len(span_pairs))
                     self._store.put_vectors(self.name, pairs)
                     self._store.put_vectors(span_model, span_pairs)
@@ -213,6 +211,21 @@ class CachedEmbedder:
             for row in skeys
         ]
         return out, span_out
+
+    def _span_vectors(
+        self, batches: list[list[tuple[str, tuple[str, dict[tuple[int, int], str]]]]]
+    ) -> Iterator[tuple[int, tuple[np.ndarray, list[np.ndarray]]]]:
+        """``(i, (text vectors, pooled span vectors per text))`` of ``batches[i]``, one
+        forward pass per text: here, in order, or by the cluster as tasks finish."""
+        if self.cluster is not None:
+            calls = [([t for _, (t, _) in b], [list(want) for _, (_, want) in b]) for b in batches]
+            yield from self.cluster.embed_spans(self.spec, calls)
+            return
+        for i, batch in enumerate(batches):
+            check(self._cancel)
+            outs = self.inner.token_embeddings([t for _, (t, _) in batch])  # type: ignore[attr-defined]
+            vecs = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(batch), self.dim)
+            yield i, (vecs, [pool_spans(te, list(want)) for (_, (_, want)), te in zip(batch, outs, strict=True)])
 
     def _vectors(self, batches: list[list[tuple[str, str]]]) -> Iterator[tuple[int, np.ndarray]]:
         """``(i, vectors of batches[i])``: here, in order, or by the cluster as tasks finish."""
@@ -259,7 +272,14 @@ def required_structures(methods: Sequence[str]) -> list[str]:
             visit(dep, (*trail, name))
         order.append(name)
 
+    known = set(available_methods())
     for m in methods:
+        if m not in known:
+            raise ConfigError(
+                f"the index is configured for method {m!r}, which this version of paretorag does not "
+                "have; re-open it with the methods to keep and --replace-methods "
+                "(RAG.open(..., methods=[...], replace_methods=True))"
+            )
         for s in get_method(m).requires:
             visit(s, ())
     return order
@@ -448,9 +468,8 @@ class IndexWriter:
             for name, b in builders.items()
             if not has_structure(sdir, dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
         ]
-        # on a Ray cluster the chunk vectors are embedded by the cluster's tasks, which give
-        # no token embeddings: builders then pool their spans in a local pass of their own
-        if not wanted or not self.embedder.pools_tokens or self.embedder.cluster is not None:
+        # on a Ray cluster the same pass runs as the cluster's tasks (embed_spans_task)
+        if not wanted or not self.embedder.pools_tokens:
             return None
         return [sorted(set().union(*(w[i] for w in wanted))) for i in range(len(texts))]
 

@@ -65,6 +65,7 @@ class RAG(IndexSession):
         path: str | Path,
         *,
         methods: Sequence[str] | None = None,
+        replace_methods: bool = False,
         llm: str | LLM | None = None,
         embedder: str | Embedder | None = None,
         chunk_size: int | None = None,
@@ -86,6 +87,10 @@ class RAG(IndexSession):
         methods : list of str, optional
             Methods the index must serve; their structures are built by :meth:`index`.
             Added to those already configured. Default for a new index: ``["vanilla"]``.
+        replace_methods : bool
+            Serve exactly ``methods``: the others are dropped from the configuration, so
+            :meth:`index` builds and updates only these methods' structures. Structures
+            already built stay on disk and are reused when a method needs them again.
         llm : str or LLM, optional
             ``extractive`` (default), ``openai:MODEL``, ``llamacpp[:GGUF]``, ``fake``, or an object.
         embedder : str or Embedder, optional
@@ -126,6 +131,7 @@ class RAG(IndexSession):
             probe.close()
         settings = OpenSettings(
             methods=methods,
+            replace_methods=replace_methods,
             llm=llm if isinstance(llm, str) else None,
             embedder=embedder if isinstance(embedder, str) else None,
             chunk_size=chunk_size,

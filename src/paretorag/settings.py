@@ -23,6 +23,7 @@ class OpenSettings:
     """What ``RAG.open`` was asked to change (None: keep the index's value)."""
 
     methods: Sequence[str] | None = None
+    replace_methods: bool = False
     llm: str | None = None
     embedder: str | None = None
     chunk_size: int | None = None
@@ -59,6 +60,12 @@ class OpenSettings:
             merged = {**cfg.builders.get(bname, {}), **bsettings}
             get_builder(bname, **merged)  # validates names and settings
             cfg.builders[bname] = merged
+        if self.replace_methods:
+            if not self.methods:
+                raise ConfigError("replace_methods needs the methods to keep, e.g. methods=['vanilla']")
+            cfg.methods = []  # the other methods' structures stay on disk, reused if asked for again
+        elif self.methods:
+            _check_configured(root, cfg.methods)
         for m in self.methods or ([] if cfg.methods else ["vanilla"]):
             get_method(m)  # validates the name
             if m not in cfg.methods:
@@ -72,3 +79,18 @@ class OpenSettings:
                 )
             cfg.embedder = self.embedder
         cfg.validate()
+
+
+def _check_configured(root: Path, methods: Sequence[str]) -> None:
+    """Every method the index is configured for must be registered: its structures are
+    planned from the method's requirements (an index written by another version, or with
+    a preset since removed, names one this version does not know)."""
+    known = set(available_methods())
+    unknown = [m for m in methods if m not in known]
+    if unknown:
+        keep = ",".join(m for m in methods if m in known) or "vanilla"
+        raise ConfigError(
+            f"{root} is configured for method(s) {', '.join(map(repr, unknown))}, which this version "
+            f"of paretorag does not have; keep the others with `paretorag index PATH... --index {root} "
+            f"--methods {keep} --replace-methods` (or RAG.open(..., methods=[...], replace_methods=True))"
+        )

@@ -249,6 +249,7 @@ def run_eval(
     with RAG.open(
         index_dir,
         methods=list(methods),
+        replace_methods=True,  # build only what these methods need; earlier runs' structures stay cached
         llm=llm,
         embedder=embedder,
         embed_titles=embed_titles,
