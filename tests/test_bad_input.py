@@ -107,10 +107,9 @@ def test_llm_down_garbage_and_timeout_through_query(tmp_path):
     assert rag.query("capital of Ecuador?", context_only=True).contexts[0].title == "a"
 
 
-def test_an_index_configured_for_an_unknown_method_names_the_fix(tmp_path: Path) -> None:
+def test_an_index_configured_for_an_unknown_method_names_the_fix(tmp_path) -> None:
     """A method the index was configured for that this version lacks (a removed preset, or
     an index written by a newer version) fails with the way out, and replace_methods takes it."""
-    from paretorag import RAG
     from paretorag.errors import ConfigError
     from paretorag.manifest import Manifest
 

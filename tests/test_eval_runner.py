@@ -142,8 +142,14 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
     from paretorag.manifest import Manifest
 
     kwargs = dict(
-        limit=3, ks=(2,), corpus="own", embedder="hash", retrieval_only=True, plots=False,
-        out_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
+        limit=3,
+        ks=(2,),
+        corpus="own",
+        embedder="hash",
+        retrieval_only=True,
+        plots=False,
+        out_dir=tmp_path / "out",
+        cache_dir=tmp_path / "cache",
     )
     first = run_eval(DATA, "musique_dev200", ["vanilla", "bm25"], **kwargs)
     index_dir = Path(first["config"]["index_dir"])
@@ -157,6 +163,8 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
 
     again = run_eval(DATA, "musique_dev200", ["bm25"], **kwargs)
     m = Manifest.load(index_dir)
-    assert m.config.methods == ["bm25"] and (index_dir / "structures" / m.structures["bm25"]["dir"]) == bm25_dir
+    assert (
+        m.config.methods == ["bm25"] and (index_dir / "structures" / m.structures["bm25"]["dir"]) == bm25_dir
+    )
     assert bm25_dir.stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]

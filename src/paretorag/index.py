@@ -225,7 +225,10 @@ class CachedEmbedder:
             check(self._cancel)
             outs = self.inner.token_embeddings([t for _, (t, _) in batch])  # type: ignore[attr-defined]
             vecs = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(batch), self.dim)
-            yield i, (vecs, [pool_spans(te, list(want)) for (_, (_, want)), te in zip(batch, outs, strict=True)])
+            yield (
+                i,
+                (vecs, [pool_spans(te, list(want)) for (_, (_, want)), te in zip(batch, outs, strict=True)]),
+            )
 
     def _vectors(self, batches: list[list[tuple[str, str]]]) -> Iterator[tuple[int, np.ndarray]]:
         """``(i, vectors of batches[i])``: here, in order, or by the cluster as tasks finish."""
