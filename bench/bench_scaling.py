@@ -12,7 +12,8 @@ linear), for wall time and for CPU time (user + system of the stage's process an
 processes it waited for), which other jobs on a shared machine hardly move. Prints one JSON line per size as it finishes, then a summary JSON object::
 
     nice -n 10 .venv/bin/python bench/bench_scaling.py [--sizes 1,2,4,8] \
-        [--structures entity_graph,bm25,concept_graph] [--embedder minilm]
+        [--structures entity_graph,bm25,concept_graph,tree] [--set tree.scope=auto] \
+        [--work DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -62,7 +63,29 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,2,4,8")
     ap.add_argument("--structures", default="entity_graph,bm25")
     ap.add_argument("--work", type=Path, default=None, help="folder for the indexes (default: temporary)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="STRUCTURE.NAME=VALUE",
+        help="builder setting (JSON value or string), e.g. --set tree.scope=auto",
+    )
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep the vanilla indexes already in --work (their vanilla row is then not measured)",
+    )
     args = ap.parse_args()
+    settings: dict[str, dict[str, Any]] = {}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        name, _, field = key.partition(".")
+        if not (eq and name and field):
+            raise SystemExit(f"--set {item!r}: expected STRUCTURE.NAME=VALUE, e.g. tree.scope=auto")
+        try:
+            settings.setdefault(name, {})[field] = json.loads(value)
+        except json.JSONDecodeError:
+            settings.setdefault(name, {})[field] = value
     sizes = [int(s) for s in args.sizes.split(",")]
     structures = [s for s in args.structures.split(",") if s]
     work = args.work or Path(tempfile.mkdtemp(prefix="paretorag-scaling-"))
@@ -73,14 +96,15 @@ def main() -> None:
         path.write_text(json.dumps(records), encoding="utf-8")
         ix = work / f"index-{m}x"
         row: dict[str, Any] = {"multiple": m, "passages": len(records), "loadavg_before": os.getloadavg()}
-        row["vanilla"] = run_child({"index": str(ix), "paths": [str(path)]})
+        if not (args.reuse and (ix / "manifest.json").exists()):
+            row["vanilla"] = run_child({"index": str(ix), "paths": [str(path)]})
         for s in structures:
-            row[s] = run_child({"index": str(ix), "structure": s})
+            row[s] = run_child({"index": str(ix), "structure": s, "settings": settings.get(s, {})})
         print(json.dumps(row), flush=True)
         rows.append(row)
     n = [float(r["passages"]) for r in rows]
     summary: dict[str, Any] = {"sizes": sizes, "passages": n}
-    for stage in ["vanilla", *structures]:
+    for stage in [s for s in ["vanilla", *structures] if all(s in r for r in rows)]:
         secs = [float(r[stage]["wall_s"]) for r in rows]
         cpu = [float(r[stage]["cpu_s"]) for r in rows]
         key = "index_s" if stage == "vanilla" else "build_s"

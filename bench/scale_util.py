@@ -146,8 +146,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def child(spec: dict[str, Any]) -> None:
     """One stage in this process: ``{"index": DIR, "paths": [...]}`` indexes for vanilla;
-    ``{"index": DIR, "structure": NAME}`` builds one structure over the stored chunks
-    (not saved); ``"ray": N`` runs either on a local Ray cluster of N CPUs.
+    ``{"index": DIR, "structure": NAME, "settings": {...}}`` builds one structure over
+    the stored chunks (not saved) with those builder settings; ``"ray": N`` runs either on a local Ray cluster of N CPUs.
     Prints the stage's timings as one JSON line."""
     from paretorag import RAG
     from paretorag.distributed import RayCluster
@@ -176,7 +176,7 @@ def child(spec: dict[str, Any]) -> None:
         with rag._locked():
             writer = rag._writer(None, cluster)
             chunks = rag.store.chunk_table()
-            builder = get_builder(spec["structure"])
+            builder = get_builder(spec["structure"], **spec.get("settings", {}))
             t1 = time.perf_counter()
             data = builder.build(_BuildContext(writer, chunks, {}))
             result.update(
