@@ -156,10 +156,11 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
     bm25_dir = index_dir / "structures" / Manifest.load(index_dir).structures["bm25"]["dir"]
     stamp = bm25_dir.stat().st_mtime_ns
 
-    run_eval(DATA, "musique_dev200", ["vanilla"], **kwargs)
+    run_eval(DATA, "musique_dev200", ["vanilla", "raptor"], **kwargs)  # builds and commits raptor_tree
     m = Manifest.load(index_dir)
-    assert m.config.methods == ["vanilla"]  # the next change of the corpus updates vanilla's alone
-    assert bm25_dir.is_dir()  # kept on disk for a later run
+    assert m.config.methods == ["vanilla", "raptor"]  # a change of the corpus would update these alone
+    assert "raptor_tree" in m.structures
+    assert bm25_dir.is_dir() and m.structures["bm25"]["dir"] == bm25_dir.name  # kept: same chunks
 
     again = run_eval(DATA, "musique_dev200", ["bm25"], **kwargs)
     m = Manifest.load(index_dir)

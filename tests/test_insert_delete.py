@@ -53,3 +53,23 @@ def test_delete_unknown_id_changes_nothing(tmp_path, minilm, popqa_slice):
     with pytest.raises(InputError, match="unknown document ids: nope"):
         rag.delete([docs[0].doc_id, "nope"])
     assert rag.manifest.counts["documents"] == 5
+
+
+def test_replaced_methods_keep_their_structures_until_the_chunks_change(tmp_path, popqa_slice):
+    """replace_methods: the dropped method's structure stays (and serves) while the chunks
+    are unchanged; the first insert updates only the kept methods and deletes the rest."""
+    from paretorag.providers.embedders import HashEmbedder
+
+    docs, _ = popqa_slice
+    ix = tmp_path / "ix"
+    with RAG.open(ix, methods=["vanilla", "bm25"], embedder=HashEmbedder(32)) as rag:
+        rag.index(docs[:20])
+        bm25_dir = ix / "structures" / rag.manifest.structures["bm25"]["dir"]
+    with RAG.open(ix, methods=["vanilla", "raptor"], replace_methods=True, embedder=HashEmbedder(32)) as rag:
+        rag.index(docs[:20])  # builds raptor_tree and commits
+        assert rag.manifest.config.methods == ["vanilla", "raptor"]
+        assert set(rag.manifest.structures) == {"bm25", "raptor_tree"} and bm25_dir.is_dir()
+        assert rag.query("Who wrote the novel?", method="bm25", context_only=True).contexts
+        rag.insert(docs[20:25])
+        assert set(rag.manifest.structures) == {"raptor_tree"}
+        assert not bm25_dir.exists()

@@ -147,7 +147,7 @@ def index(
     replace_methods: bool = typer.Option(
         False,
         "--replace-methods",
-        help="Serve exactly --methods: drop the index's other methods (their built structures stay on disk).",
+        help="Serve exactly --methods: drop the index's other methods (their structures are kept until the chunks change).",
     ),
     llm: str | None = typer.Option(None, "--llm", help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]"),
     embedder: str | None = typer.Option(

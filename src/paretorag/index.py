@@ -443,6 +443,13 @@ class IndexWriter:
                 os.replace(tmp, ids)
             self.timings["vectors"] = time.perf_counter() - t1
         structures = self._build_structures(chunks, fp)
+        if (m.vectors or "").startswith(f"chunks-{fp[:16]}"):
+            # the chunks are unchanged: structures of methods no longer configured (dropped
+            # by replace_methods) stay valid and are kept; the first change of the chunks drops them
+            sdir = self.root / "structures"
+            for name, info in m.structures.items():
+                if name not in structures and has_structure(sdir, info["dir"]):
+                    structures[name] = info
         m.vectors = stem
         m.structures = structures
         m.counts = {**self.store.counts(), "vector_dim": int(self.embedder.dim)}

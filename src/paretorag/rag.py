@@ -90,7 +90,8 @@ class RAG(IndexSession):
         replace_methods : bool
             Serve exactly ``methods``: the others are dropped from the configuration, so
             :meth:`index` builds and updates only these methods' structures. Structures
-            already built stay on disk and are reused when a method needs them again.
+            already built are kept (and reused when a method needs them again) while the
+            chunks are unchanged, and deleted at the first commit that changes them.
         llm : str or LLM, optional
             ``extractive`` (default), ``openai:MODEL``, ``llamacpp[:GGUF]``, ``fake``, or an object.
         embedder : str or Embedder, optional

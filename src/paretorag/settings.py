@@ -63,7 +63,7 @@ class OpenSettings:
         if self.replace_methods:
             if not self.methods:
                 raise ConfigError("replace_methods needs the methods to keep, e.g. methods=['vanilla']")
-            cfg.methods = []  # the other methods' structures stay on disk, reused if asked for again
+            cfg.methods = []  # the others' structures are kept until the chunks change (IndexWriter.commit)
         elif self.methods:
             _check_configured(root, cfg.methods)
         for m in self.methods or ([] if cfg.methods else ["vanilla"]):
