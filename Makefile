@@ -43,8 +43,8 @@ setup-dev: $(DEVSTAMP)
 demo: setup
 	rm -rf demo-index
 	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla,entity-walk
-	$(BIN)/paretorag query "Which LLM backends can answer questions?" --index demo-index --method vanilla -k 3
 	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method entity-walk -k 3
+	$(BIN)/paretorag query "Why does the index survive a crash?" --index demo-index --method entity-walk -k 3
 
 # the web page's test drives a real headless Chromium from Debian's packages (no browser download)
 browser:

@@ -38,7 +38,14 @@ def test_index_query_inspect_insert_delete(tmp_path):
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert set(data) >= {"answer", "method", "mode", "contexts", "citations", "usage", "timings_ms"}
-    assert data["contexts"][0]["title"] == "owls" and "tundra" in data["answer"]
+    assert set(data) >= {"text", "evidence", "confidence", "found", "answered_by"}
+    assert data["answered_by"] == "reader" and isinstance(data["found"], bool)
+    assert data["contexts"][0]["title"] == "owls" and "tundra" in data["text"]
+    assert (
+        data["evidence"]
+        and data["evidence"][0]["passage"] == 1
+        and "tundra" in data["evidence"][0]["sentence"]
+    )
     assert set(data["contexts"][0]) == {"chunk_id", "doc_id", "title", "text", "score"}
     assert set(data["usage"]) == {"llm_calls", "prompt_tokens", "completion_tokens"}
     assert set(data["timings_ms"]) == {"retrieval", "generation", "total"}
@@ -101,7 +108,7 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     data = json.loads(r.stdout)
     assert len(data["contexts"]) == 3 and data["citations"]
     assert data["contexts"][0]["title"] == "README"
-    assert "SIGKILL" in data["answer"] and data["citations"][0]["title"] == "README"
+    assert data["found"] and "SIGKILL" in data["answer"] and data["citations"][0]["title"] == "README"
     makefile = (ROOT / "Makefile").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme

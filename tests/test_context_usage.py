@@ -86,7 +86,10 @@ def test_answer_reuses_a_retrieval_and_counts_its_llm_calls(tmp_path):
     r, items = rag.retrieve("capital of Peru", "vanilla", k=1)
     assert [it.title for it in items] == ["a"] and r.usage.llm_calls == 0
     r.usage.stage("query.retrieve").calls = 2  # as if the method had asked an LLM twice
-    ans = rag.answer("capital of Peru", r, items, method="vanilla")
+    ans = rag.answer("capital of Peru", r, items, method="vanilla", reader="extractive")
     assert ans.usage.llm_calls == 3 and ans.usage.stages["query.answer"].calls == 1
     assert ans.contexts == items and "Lima" in ans.text
+    read = rag.answer("capital of Peru", r, items, method="vanilla")  # the offline reader: no LLM call
+    assert read.answered_by == "reader" and read.usage.llm_calls == 2
+    assert read.short == "Lima" and read.found and read.citations[0].marker == 1
     assert rag.manifest.timings["ingest"] > 0 and "embed" in rag.manifest.timings

@@ -16,7 +16,8 @@ def test_gold_passages_retrieved_for_simple_questions(tmp_path, minilm, popqa_sl
         got = {c.doc_id for c in ans.contexts}
         hits += bool(got & set(gold))
         assert len(ans.contexts) == 5
-        assert ans.usage.llm_calls == 1 and ans.timings["total"] >= ans.timings["retrieval"]
+        assert ans.answered_by == "reader" and ans.usage.llm_calls == 0  # the reader calls no LLM
+        assert ans.timings["total"] >= ans.timings["retrieval"]
         assert all(c.doc_id in {d.doc_id for d in docs} for c in ans.contexts)
     # PopQA questions name their subject: dense retrieval should find a gold passage almost always
     assert hits >= 18, f"gold passage in top-5 for only {hits}/20 questions"

@@ -157,12 +157,15 @@ def test_an_index_answers_with_its_embedder_within_the_budget(tmp_path: Path) ->
     rag = RAG.open(tmp_path / "idx", embedder=HashEmbedder(64))
     rag.index(files)
     assert rag._base_llm().embedder is not None  # type: ignore[attr-defined]
-    ans = rag.query("Who drew the first design of the tower?", k=3, budget=80)
+    ans = rag.query("Who drew the first design of the tower?", k=3, budget=80, reader="extractive")
+    assert ans.answered_by == "extractive" and ans.short is None
     assert 0 < len(ans.contexts) < 3  # the budget left a passage out
     assert ans.citations and all(1 <= c.marker <= len(ans.contexts) for c in ans.citations)
     kept = {c.chunk_id for c in ans.contexts}
     assert {c.chunk_id for c in ans.citations} <= kept
-    short = rag.query("Who drew the first design of the tower?", k=3, max_answer_tokens=10)
+    short = rag.query(
+        "Who drew the first design of the tower?", k=3, max_answer_tokens=10, reader="extractive"
+    )
     assert rag.tokenizer.count([short.text])[0] <= 10
 
 

@@ -58,6 +58,20 @@ def test_query_returns_the_same_object_as_query_json(base_index):
     assert set(got["timings_ms"]) == {"retrieval", "generation", "total"}
 
 
+def test_reader_fields_and_the_reader_choice(base_index):
+    with client(base_index) as c:
+        read = c.post("/query", json={"question": "What do otters eat?", "k": 3}).json()
+        old = c.post(
+            "/query", json={"question": "What do otters eat?", "k": 3, "reader": "extractive"}
+        ).json()
+        bad = c.post("/query", json={"question": "What do otters eat?", "reader": "oracle"})
+    assert read["answered_by"] == "reader" and isinstance(read["found"], bool)
+    assert 0.0 <= read["confidence"] <= 1.0 and read["evidence"] and read["text"]
+    assert all({"sentence", "passage"} == set(e) for e in read["evidence"])
+    assert old["answered_by"] == "extractive" and old["found"] is None and old["answer"] == old["text"]
+    assert bad.status_code == 422 or bad.status_code == 400
+
+
 def test_context_only_and_budget(base_index):
     with client(base_index) as c:
         r = c.post("/query", json={"question": "beaver dams", "context_only": True, "k": 2, "budget": 500})

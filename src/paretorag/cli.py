@@ -281,20 +281,32 @@ def query(
     budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
     llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
     context_only: bool = typer.Option(False, "--context-only", help="Retrieve only; no answer."),
+    reader: str | None = typer.Option(
+        None,
+        "--reader",
+        help="Who answers: reader (short answer + evidence, offline), extractive (evidence sentences) or "
+        "llm (the --llm / index LLM). Default: the LLM when it generates, else the reader.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Answer a question with citations."""
     try:
         answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
         with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
-            ans = rag.query(question, method=method, k=k, budget=budget, context_only=context_only)
+            ans = rag.query(
+                question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
+            )
     except ParetoragError as exc:
         _fail(exc)
         return
     if as_json:
         sys.stdout.write(json.dumps(ans.to_json(), ensure_ascii=False) + "\n")
         return
-    if not context_only:
+    if not context_only and ans.short is not None:
+        head, _, rest = ans.text.partition("\n")
+        out.print(f"[bold]{_text(head)}[/]" + (f"\n{_text(rest.strip())}" if rest.strip() else ""))
+        out.print(f"[dim]confidence {ans.confidence or 0.0:.2f}{'' if ans.found else ' (not found)'}[/]\n")
+    elif not context_only:
         out.print(f"[bold]{_text(ans.text)}[/]\n")
     for i, c in enumerate(ans.contexts, start=1):
         snippet = " ".join(c.text.split())[:160]
@@ -533,6 +545,17 @@ def _register_train_router() -> None:
 
 
 _register_train_router()
+
+
+def _register_train_reader() -> None:
+    from .training.cli import train_reader_command
+
+    app.command("train-reader", help="Train the offline reader's candidate ranker on the train splits.")(
+        train_reader_command
+    )
+
+
+_register_train_reader()
 
 
 def optional_ray_address(argv: list[str]) -> list[str]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .answer import WINDOW_MARGIN, fit_to_window, generate
+from .answer import WINDOW_MARGIN, citations, fit_to_window, generate
 from .context import pack
 from .diskerrors import disk_errors
 from .errors import (
@@ -25,18 +26,22 @@ from .errors import (
     IndexFormatError,
     QuestionError,
 )
+from .index import CachedEmbedder
 from .manifest import FILENAME, IndexConfig, Manifest
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method
-from .providers.base import LLM, Embedder
+from .providers.base import LLM, Embedder, is_generative
 from .providers.embedders import make_embedder
+from .providers.extractive import ExtractiveLLM
+from .reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
 from .repair import recover_manifest
 from .session import IndexReport, IndexSession, manifest_stamp
 from .settings import OpenSettings
 from .store import Store
-from .types import Answer, Budget, Citation, ContextItem, Usage
+from .types import Answer, Budget, Citation, Context, ContextItem, Usage
 
 MAX_QUESTION_CHARS = 10_000
+READERS = ("reader", "extractive", "llm")
 
 
 def _validate_question(question: str) -> str:
@@ -242,6 +247,7 @@ class RAG(IndexSession):
         context_only: bool = False,
         max_answer_tokens: int = 512,
         on_token: Callable[[str], None] | None = None,
+        reader: str | None = None,
         **params: Any,
     ) -> Answer:
         """Answer a question with ``method``; returns text, citations, contexts, usage and timings.
@@ -249,7 +255,9 @@ class RAG(IndexSession):
         ``budget`` caps the context in tokens (default: unbounded; methods such as
         g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
         caps the answer's length; ``on_token`` receives the answer's pieces as the LLM
-        streams them. Other keyword arguments set the method's parameters.
+        streams them. ``reader`` chooses who answers (:data:`READERS`): by default a
+        generative LLM when the index has one, else the offline reader. Other keyword
+        arguments set the method's parameters.
         """
         t0 = time.perf_counter()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
@@ -264,6 +272,7 @@ class RAG(IndexSession):
             max_answer_tokens=max_answer_tokens,
             retrieval_seconds=retrieval_s,
             on_token=on_token,
+            reader=reader,
         )
 
     def answer(
@@ -278,11 +287,13 @@ class RAG(IndexSession):
         max_answer_tokens: int = 512,
         retrieval_seconds: float = 0.0,
         on_token: Callable[[str], None] | None = None,
+        reader: str | None = None,
     ) -> Answer:
         """Pack a retrieval's items under ``budget`` and generate the answer (no second retrieval).
 
         The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
-        ``on_token`` receives the answer's pieces as the LLM streams them.
+        ``on_token`` receives the answer's pieces as the LLM streams them; ``reader`` is
+        as in :meth:`query`.
         """
         t1 = time.perf_counter()
         b = budget if isinstance(budget, Budget) else Budget(budget)
@@ -293,7 +304,15 @@ class RAG(IndexSession):
         cites: list[Citation] = []
         evidence = retrieval.context_text
         warnings: list[str] = []
-        if not context_only and retrieval.generation == "map-reduce":
+        who = "" if context_only else self.answerer(reader)
+        read = None
+        if who == "reader":
+            ctx, read = self._read(question.strip(), ctx)
+            text = read.text
+            cites = citations(text, ctx)
+            if on_token is not None:
+                on_token(text)
+        elif not context_only and retrieval.generation == "map-reduce":
             window = getattr(self._base_llm(), "context_window", None)
             batch = BATCH_TOKENS  # a map batch must fit the window with the prompt and the answer
             if isinstance(window, int) and window > 0:
@@ -309,8 +328,9 @@ class RAG(IndexSession):
                 max_tokens=max_answer_tokens,
             )
         elif not context_only:
+            base = self._base_llm() if who != "extractive" else self._extractive()
             ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
-                self._base_llm(),
+                base,
                 question.strip(),
                 items,
                 ctx,
@@ -319,7 +339,7 @@ class RAG(IndexSession):
                 max_answer_tokens=max_answer_tokens,
                 context_text=evidence,
             )
-            llm = self._llm_for(usage, "query.answer")
+            llm = self._llm_for(usage, "query.answer", base)
             text, cites = generate(
                 llm,
                 question.strip(),
@@ -342,7 +362,53 @@ class RAG(IndexSession):
             branch=retrieval.branch,
             context_text=evidence or ctx.text,
             warnings=warnings,
+            short=read.answer if read is not None else None,
+            evidence=[e.to_json() for e in read.evidence] if read is not None else [],
+            confidence=read.confidence if read is not None else None,
+            found=read.found if read is not None else None,
+            answered_by=who if who in ("", "reader", "extractive") else self._base_llm().name,
         )
+
+    def answerer(self, reader: str | None = None) -> str:
+        """Who answers: ``reader`` (the offline reader), ``extractive`` (evidence sentences) or ``llm``.
+
+        ``None`` picks the index's LLM when it is generative, else the reader.
+        """
+        if reader is not None and reader not in READERS:
+            raise ConfigError(f"unknown reader {reader!r}; use one of {', '.join(READERS)}")
+        if reader == "llm" and not is_generative(self._base_llm()):
+            raise ConfigError(
+                f"the index's LLM ({self._base_llm().name}) does not generate answers; "
+                "configure one with --llm openai:MODEL or llamacpp:GGUF, or use --reader reader"
+            )
+        if reader is not None:
+            return reader
+        return "llm" if is_generative(self._base_llm()) else "reader"
+
+    def _reader(self) -> Reader:
+        base = self._base_llm()
+        if isinstance(base, ReaderLLM):
+            return base.reader
+        if self._offline_reader is None:
+            self._offline_reader = Reader(CachedEmbedder(self.embedder, self.store))
+        return self._offline_reader
+
+    def _extractive(self) -> LLM:
+        base = self._base_llm()
+        if type(base) is ExtractiveLLM:
+            return base
+        llm = ExtractiveLLM()
+        llm.bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
+        return llm
+
+    def _read(self, question: str, ctx: Context) -> tuple[Context, ReaderResult]:
+        """The reader's answer, and the context with any passage it fetched by title appended."""
+        view = self.view
+        result = self._reader().read(question, passages_of(ctx.items), title_lookup(view))
+        if not result.added:
+            return ctx, result
+        extra = [view.chunk_item(p.row, 0.0) for p in result.added]
+        return replace(ctx, items=tuple(ctx.items) + tuple(extra)), result
 
     # -- inspection -----------------------------------------------------------
     def documents(self, *, pending: bool = False) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ from .vectors import resolve_ann
 
 if TYPE_CHECKING:
     from .distributed import RayCluster
+    from .reader.core import Reader
 
 
 @dataclass
@@ -102,6 +103,7 @@ class IndexSession:
         self._stamp = manifest_stamp(root)
         self._writing = False
         self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
+        self._offline_reader: Reader | None = None  # the offline reader, made on the first answer
 
     # -- models ----------------------------------------------------------------
     def _base_llm(self) -> LLM:
@@ -112,8 +114,8 @@ class IndexSession:
             bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
         return self._llm
 
-    def _llm_for(self, usage: Usage, stage: str) -> LLM:
-        return CountingLLM(CachedLLM(self._base_llm(), self.store), usage, stage, self.tokenizer)
+    def _llm_for(self, usage: Usage, stage: str, base: LLM | None = None) -> LLM:
+        return CountingLLM(CachedLLM(base or self._base_llm(), self.store), usage, stage, self.tokenizer)
 
     def _writer(self, progress: Progress | None, cluster: RayCluster | None = None) -> IndexWriter:
         return IndexWriter(

@@ -251,11 +251,25 @@ class Answer:
     branch: str = ""
     context_text: str = ""
     warnings: list[str] = field(default_factory=list)  # e.g. the context was cut to fit the LLM
+    # set when the offline reader answered (paretorag.reader): the short answer, its evidence
+    # sentences ({"sentence", "passage"}), a confidence in [0, 1] and whether it found one
+    short: str | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    confidence: float | None = None
+    found: bool | None = None
+    answered_by: str = ""  # "reader", "extractive" or the LLM's name; "" with context_only
 
     def to_json(self) -> dict[str, Any]:
+        """The answer as JSON: ``answer`` is the short answer when the reader answered, else the
+        LLM's text; ``text`` is always the full text a user reads."""
         total = self.usage.total
         return {
-            "answer": self.text,
+            "answer": self.short if self.short is not None else self.text,
+            "text": self.text,
+            "evidence": list(self.evidence),
+            "confidence": None if self.confidence is None else round(float(self.confidence), 4),
+            "found": self.found,
+            "answered_by": self.answered_by,
             "method": self.method,
             "mode": self.mode,
             "branch": self.branch,

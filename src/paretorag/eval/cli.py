@@ -66,6 +66,13 @@ def eval_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the Pareto plots."),
+    readers: str | None = typer.Option(
+        None,
+        "--readers",
+        help="Who answers, comma-separated: reader (the offline reader), extractive (evidence sentences), "
+        "llm; several give one row each per method, e.g. --readers extractive,reader. Default: the LLM "
+        "when --llm is generative, else the reader.",
+    ),
     settings: list[str] = typer.Option(
         [],
         "--set",
@@ -94,6 +101,7 @@ def eval_command(
             seed,
             plots,
             settings,
+            readers,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -119,17 +127,23 @@ def _run(
     seed: int,
     plots: bool,
     settings: list[str] | None = None,
+    readers: str | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
 
     from ..cli import _builder_settings
     from ..progress import RichProgress
-    from .report import results_table
+    from ..rag import READERS
+    from .report import answer_table, results_table
     from .runner import run_eval
 
     subsets = parse_names(subset, "--subset")
     names = parse_names(methods, "--methods")
+    who: list[str | None] = list(parse_names(readers, "--readers")) if readers else [None]
+    for r in who:
+        if r is not None and r not in READERS:
+            raise ConfigError(f"--readers: unknown reader {r!r}; use {', '.join(READERS)}")
     ks = parse_ks(k)
     console = Console()
     for name in subsets:
@@ -153,11 +167,15 @@ def _run(
                 seed=seed,
                 progress=progress,
                 plots=plots,
+                readers=who,
             )
         console.print(
             f"\n[bold]{escape(str(payload['dataset']['name']))}[/bold] -> {escape(str(target))}/results.md"
         )
         typer.echo(results_table(payload))
+        answers = answer_table(payload)
+        if answers:
+            typer.echo("\n" + answers)
 
 
 __all__ = ["eval_command", "parse_ks", "parse_names"]

@@ -107,6 +107,71 @@ def recall_table(payload: dict[str, Any]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def _answer_k(payload: dict[str, Any]) -> int:
+    ks = payload["config"]["ks"]
+    return min(ks, key=lambda x: (abs(x - 5), x))
+
+
+def answer_table(payload: dict[str, Any]) -> str:
+    """Retrieved vs answered, one row per method and reader: CR@5 beside EM / F1 / accuracy
+    (gold in the answer), the guessing baseline, and the abstention figures. Empty without answers."""
+    k = _answer_k(payload)
+    head = [
+        "method",
+        "answered by",
+        f"CR@{k}",
+        "EM",
+        "F1",
+        "Acc",
+        "guess EM",
+        "EM - guess",
+        "abstain (answerable)",
+        "abstain (unanswerable)",
+        "answer p50 ms",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, m in payload["methods"].items():
+        mm = m["metrics"]
+        if mm.get("em") is None:
+            continue
+        gain = None if mm.get("guess_em") is None else mm["em"] - mm["guess_em"]
+        gen = m["latency"].get("generation", {}).get("p50_ms")
+        row = [
+            f"`{m.get('method', name)}`",
+            str(m.get("reader", "")),
+            _fmt(mm.get(f"context_recall@{k}")),
+            _fmt(mm.get("em")),
+            _fmt(mm.get("f1")),
+            _fmt(mm.get("contain")),
+            _fmt(mm.get("guess_em")),
+            _fmt(gain),
+            _fmt(mm.get("abstain_answerable")),
+            _fmt(mm.get("abstain_unanswerable")),
+            "–" if gen is None else f"{gen:.1f}",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def type_table(payload: dict[str, Any]) -> str:
+    """EM / F1 per question type (2Wiki and HotpotQA label them) beside the guessing baseline."""
+    k = _answer_k(payload)
+    lines = [
+        f"| method | answered by | type | n | CR@{k} | EM | F1 | guess EM |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in payload["methods"].items():
+        for kind, t in m.get("by_type", {}).items():
+            if t.get("em") is None:
+                continue
+            lines.append(
+                f"| `{m.get('method', name)}` | {m.get('reader', '')} | {kind} | {t['n']} | "
+                f"{_fmt(t.get(f'context_recall@{k}'))} | {_fmt(t.get('em'))} | {_fmt(t.get('f1'))} | "
+                f"{_fmt(t.get('guess_em'))} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def index_cost_table(payload: dict[str, Any]) -> str:
     """Seconds and LLM usage per indexing stage, for each method (shared stages repeat)."""
     lines = ["| method | stage | seconds | LLM calls | LLM tokens |", "|---|---|---|---|---|"]
@@ -142,6 +207,19 @@ def markdown_report(payload: dict[str, Any], *, image_prefix: str = "") -> str:
         results_table(payload),
         "",
     ]
+    answers = answer_table(payload)
+    if answers:
+        parts += [
+            "Retrieved vs answered: CR is a gold answer in the top passages; EM / F1 / Acc (gold in the "
+            "answer) judge the short answer; abstention is the share withheld among questions whose gold "
+            "answer is (answerable) or is not (unanswerable) in the passages read.",
+            "",
+            answers,
+            "",
+        ]
+        types = type_table(payload)
+        if types:
+            parts += ["By question type:", "", types, ""]
     recall = recall_table(payload)
     if recall:
         parts += ["Recall@k, three definitions (distinct documents among the first k):", "", recall, ""]
@@ -243,6 +321,7 @@ def write_report(payload: dict[str, Any], out: Path, *, plots: bool = True) -> N
 
 
 __all__ = [
+    "answer_table",
     "markdown_report",
     "metric_label",
     "pareto_front",
@@ -250,6 +329,7 @@ __all__ = [
     "quality_metric",
     "recall_table",
     "results_table",
+    "type_table",
     "write_plots",
     "write_report",
 ]

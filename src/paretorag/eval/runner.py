@@ -64,8 +64,24 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
+def guess(question: str) -> str:
+    """The guessing baseline: the first option of a choice question, "yes" for yes/no, else nothing."""
+    from ..reader.question import analyze
+
+    info = analyze(question)
+    if info.expected == "choice":
+        return info.options[0]
+    return "yes" if info.expected == "yesno" else ""
+
+
 def _score_question(
-    rag: RAG, method: str, q: Question, ks: Sequence[int], retrieval_only: bool, answer_k: int | None
+    rag: RAG,
+    method: str,
+    q: Question,
+    ks: Sequence[int],
+    retrieval_only: bool,
+    answer_k: int | None,
+    reader: str | None = None,
 ) -> QuestionResult:
     """Retrieve (and answer) one question and compute its metrics."""
     depth = max(ks)
@@ -100,15 +116,27 @@ def _score_question(
             scores[f"recall_any@{k}"] = r["any"]
         scores[f"context_recall@{k}"] = M.context_recall([it.text for it in items[:k]], q.answers)
     if not retrieval_only:
-        answer = rag.query(prompt, method=method, k=answer_k)
+        answer = rag.query(prompt, method=method, k=answer_k, reader=reader)
         # only the answer's own LLM call: its retrieval's calls are counted above
         usage.merge(Usage({"query.answer": answer.usage.stage("query.answer")}))
-        rec["prediction"] = answer.text
+        predicted = answer.short if answer.short is not None else answer.text
+        rec["prediction"] = predicted
+        rec["answered_by"] = answer.answered_by
         rec["timings_ms"].update({name: _ms(v) for name, v in answer.timings.items() if name != "retrieval"})
-        scores["em"] = M.exact_match(answer.text, q.answers)
-        scores["f1"] = M.token_f1(answer.text, q.answers)
-        scores["contain"] = M.contain_match(answer.text, q.answers)
-        scores["rouge_l"] = M.rouge_l(answer.text, q.answers)
+        scores["em"] = M.exact_match(predicted, q.answers)
+        scores["f1"] = M.token_f1(predicted, q.answers)
+        scores["contain"] = M.contain_match(predicted, q.answers)
+        scores["rouge_l"] = M.rouge_l(predicted, q.answers)
+        guessed = guess(q.text)
+        scores["guess_em"] = M.exact_match(guessed, q.answers)
+        scores["guess_f1"] = M.token_f1(guessed, q.answers)
+        # abstention: "answerable" when a gold answer is in the passages the answer read
+        answerable = bool(M.context_recall([c.text for c in answer.contexts], q.answers))
+        if answer.found is not None:
+            rec["found"] = answer.found
+            rec["confidence"] = answer.confidence
+            scores["abstain_answerable"] = float(not answer.found) if answerable else None
+            scores["abstain_unanswerable"] = None if answerable else float(not answer.found)
         if q.options and q.gold_option is not None:
             scores["choice_accuracy"] = M.choice_accuracy(answer.text, q.options, q.gold_option)
     rec["usage"] = usage.to_json()
@@ -147,12 +175,28 @@ def _summarize(
     for r in results:
         key = r.record["mode"] + (f"/{r.record['branch']}" if r.record["branch"] else "")
         modes[key] = modes.get(key, 0) + 1
+    by_type: dict[str, dict[str, Any]] = {}
+    types = {q.qid: str(q.meta.get("type") or "") for q in ds.questions}
+    for kind in sorted({types.get(r.record["qid"], "") for r in results} - {""}):
+        group = [r for r in results if types.get(r.record["qid"]) == kind]
+        by_type[kind] = {
+            "n": len(group),
+            **{
+                n: (
+                    round(v, 4)
+                    if (v := M.mean(r.record["metrics"].get(n) for r in group)) is not None
+                    else None
+                )
+                for n in names
+            },
+        }
     return {
         "n_questions": len(results),
         "n_with_gold": sum(1 for q in ds.questions[: len(results)] if q.gold_keys),
         "metrics": {k: (round(v, 4) if v is not None else None) for k, v in metrics.items()},
         "latency": latency,
         "modes": modes,
+        "by_type": by_type,
         "query_cost": {
             "llm_calls_per_query": round(total.calls / n, 3),
             "prompt_tokens_per_query": round(total.prompt_tokens / n, 1),
@@ -184,6 +228,7 @@ def run_eval(
     seed: int = 0,
     progress: Progress | None = None,
     plots: bool = True,
+    readers: Sequence[str | None] = (None,),
 ) -> dict[str, Any]:
     """Evaluate ``methods`` on one subset and write the results.
 
@@ -223,6 +268,10 @@ def run_eval(
         Progress reporter (the CLI passes rich bars).
     plots : bool
         Write the Pareto plots.
+    readers : sequence of str or None
+        Who answers (``reader``, ``extractive``, ``llm``; None: the default for ``llm``).
+        With more than one, each method has a row per reader, ``"METHOD (READER)"``, on
+        the same index and retrieval.
 
     Returns
     -------
@@ -263,18 +312,22 @@ def run_eval(
         load = getattr(rag.embedder, "load", None)
         if callable(load):
             load()  # models load lazily: not inside the first question's latency
-        for method in methods:
+        runs = [(m, r) for m in methods for r in (readers if not retrieval_only else (None,))]
+        for method, reader in runs:
+            row = method if len(readers) < 2 or retrieval_only else f"{method} ({reader or 'default'})"
             set_seeds(seed)
             rag.view.forget_queries()  # every method pays for its own query embedding
             results: list[QuestionResult] = []
-            with progress.task(f"{ds.name} · {method}", total=len(ds.questions)) as bar:
+            with progress.task(f"{ds.name} · {row}", total=len(ds.questions)) as bar:
                 for q in ds.questions:
-                    results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k))
+                    results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k, reader))
                     bar.advance()
             summary = _summarize(results, ds, retrieval_only, get_method(method))
             summary["index_cost"] = method_index_cost(method, stats, base)
-            per_method[method] = summary
-            questions[method] = [r.record for r in results]
+            summary["method"] = method
+            summary["reader"] = reader or (rag.answerer() if not retrieval_only else "")
+            per_method[row] = summary
+            questions[row] = [r.record for r in results]
     payload: dict[str, Any] = {
         "version": RESULTS_VERSION,
         "dataset": {
@@ -295,6 +348,7 @@ def run_eval(
             "embed_titles": embed_titles,
             "builders": builders or {},
             "retrieval_only": retrieval_only,
+            "readers": [r or "default" for r in readers],
             "answer_k": answer_k,
             "limit": limit,
             "seed": seed,
@@ -322,4 +376,4 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
 
 
-__all__ = ["index_dir_for", "run_eval", "set_seeds"]
+__all__ = ["guess", "index_dir_for", "run_eval", "set_seeds"]

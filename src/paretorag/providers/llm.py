@@ -4,6 +4,10 @@
   are the most central sentences (LexRank); answers are the one to three sentences that
   best answer the question (embedder similarity, IDF-weighted term overlap, passage
   rank), each cited as ``[n]``.
+- ``reader`` (no model to download; :mod:`paretorag.reader`): summaries as ``extractive``;
+  answers are short spans, options or yes/no with their evidence, or "not in the
+  documents". Whatever the index's LLM, non-generative backends answer through the
+  reader unless ``reader="extractive"`` is asked for.
 - ``openai``: any OpenAI-compatible chat server (vLLM, Ollama, llama.cpp server, hosted).
 - ``llamacpp``: an in-process GGUF model (optional extra ``paretorag[llamacpp]``).
 - ``fake``: scripted responses, for tests (:class:`FakeLLM`).
@@ -278,13 +282,19 @@ class FakeLLM:
 
 
 def make_llm(spec: str | None) -> Any:
-    """An LLM from a spec: ``extractive`` (default), ``openai:MODEL``, ``llamacpp[:GGUF_PATH]``, ``fake``."""
+    """An LLM from a spec: ``extractive`` (default), ``reader``, ``openai:MODEL``, ``llamacpp[:GGUF_PATH]``, ``fake``."""
     if spec is None or spec == "extractive":
         return ExtractiveLLM()
+    if spec == "reader":
+        from ..reader.core import ReaderLLM
+
+        return ReaderLLM()
     if spec.startswith("openai:"):
         return OpenAILLM(spec.partition(":")[2])
     if spec == "llamacpp" or spec.startswith("llamacpp:"):
         return LlamaCppLLM(spec.partition(":")[2] or None)
     if spec == "fake":
         return FakeLLM()
-    raise ConfigError(f"unknown LLM {spec!r}; use extractive, openai:MODEL, llamacpp[:GGUF_PATH] or fake")
+    raise ConfigError(
+        f"unknown LLM {spec!r}; use extractive, reader, openai:MODEL, llamacpp[:GGUF_PATH] or fake"
+    )

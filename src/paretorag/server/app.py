@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -54,6 +54,12 @@ class QueryBody(BaseModel):
     k: int | None = Field(None, description="Passages to retrieve (the method's default if omitted).")
     context_only: bool = Field(False, description="Retrieve only; no answer (no LLM call).")
     budget: int | None = Field(None, description="Context budget in tokens.")
+    reader: Literal["reader", "extractive", "llm"] | None = Field(
+        None,
+        description="Who answers: the offline reader (short answer, evidence, confidence, found), "
+        "extractive evidence sentences, or the configured LLM. Default: the LLM when it is generative, "
+        "else the reader.",
+    )
 
 
 class ErrorBody(BaseModel):
@@ -336,6 +342,7 @@ def create_app(
                 k=body.k,
                 budget=body.budget,
                 context_only=body.context_only,
+                reader=body.reader,
             )
         _record(ans)
         return ans.to_json()
@@ -377,6 +384,7 @@ def create_app(
                         context_only=body.context_only,
                         retrieval_seconds=retrieval_s,
                         on_token=pieces.put,
+                        reader=body.reader,
                     )
                 except (ParetoragError, OSError) as exc:
                     outcome["error"] = exc

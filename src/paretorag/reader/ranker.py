@@ -1,0 +1,103 @@
+"""The learned candidate ranker: a LightGBM model over :data:`~paretorag.reader.candidates.FEATURES`.
+
+The model is stored as LightGBM's own text format (``ranker.txt``, no pickle) beside
+``reader.json``: the feature names it was trained on, the abstention threshold, the
+training sets and their sizes, and the model's sha256. ``paretorag train-reader``
+writes both (:mod:`paretorag.training.reader`); the shipped pair lives in
+``paretorag/data/reader/``.
+
+The model is a binary classifier ("is this candidate the gold answer"), so its output
+is a probability: the reader's confidence is the top candidate's probability, and the
+answer is withheld below the threshold chosen on the training questions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigError, IndexFormatError, MissingDependencyError
+from .candidates import FEATURES
+
+MODEL_FILE = "ranker.txt"
+META_FILE = "reader.json"
+DEFAULT_THRESHOLD = 0.2
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, Ranker] = {}
+
+
+def shipped_dir() -> Path:
+    """The folder of the shipped model (``paretorag/data/reader``)."""
+    return Path(str(resources.files("paretorag") / "data" / "reader"))
+
+
+@dataclass
+class Ranker:
+    """A loaded model and its metadata."""
+
+    booster: Any
+    meta: dict[str, Any]
+    path: Path
+
+    @property
+    def threshold(self) -> float:
+        return float(self.meta.get("threshold", DEFAULT_THRESHOLD))
+
+    def predict(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+        """The probability that each row is the answer."""
+        if not len(x):
+            return np.zeros(0)
+        return np.asarray(self.booster.predict(x, num_threads=1), dtype=np.float64)
+
+
+def _lightgbm() -> Any:
+    try:
+        import lightgbm
+    except ImportError as exc:
+        raise MissingDependencyError("the reader's ranker needs LightGBM: pip install lightgbm") from exc
+    return lightgbm
+
+
+def load(folder: Path | str | None = None) -> Ranker:
+    """The ranker in ``folder`` (default: the shipped one), loaded once per process."""
+    path = Path(folder) if folder is not None else shipped_dir()
+    with _LOCK:
+        hit = _LOADED.get(str(path))
+        if hit is not None:
+            return hit
+        model, meta_file = path / MODEL_FILE, path / META_FILE
+        if not model.exists() or not meta_file.exists():
+            raise ConfigError(
+                f"no reader model in {path} (need {MODEL_FILE} and {META_FILE}); "
+                "run `paretorag train-reader --out DIR` to make one"
+            )
+        try:
+            meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise IndexFormatError(f"{meta_file} is not valid JSON ({exc}); train the reader again") from exc
+        text = model.read_text(encoding="utf-8")
+        if meta.get("features") != list(FEATURES):
+            raise ConfigError(
+                f"{path}: the reader model was trained on other features than this version computes; "
+                "run `paretorag train-reader` again"
+            )
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if meta.get("sha256") and meta["sha256"] != digest:
+            raise IndexFormatError(
+                f"{model} does not match the sha256 in {meta_file}; train the reader again"
+            )
+        booster = _lightgbm().Booster(model_str=text)
+        ranker = _LOADED[str(path)] = Ranker(booster, meta, path)
+        return ranker
+
+
+__all__ = ["DEFAULT_THRESHOLD", "META_FILE", "MODEL_FILE", "Ranker", "load", "shipped_dir"]

@@ -1,0 +1,142 @@
+"""Named entities and date/number spans of sentences, for the reader.
+
+The small English spaCy model (``en_core_web_sm`` 3.8.0, from the PyPI package the
+entity graph uses) runs its tagger and entity recogniser only: no parser, no
+lemmatizer (the costly parts the reader does not need). Sentences come from
+:func:`paretorag.textutil.reading_sentences`, so a sentence is the unit quoted as
+evidence. Parses are memoized per sentence (an LRU of 20,000), because the same
+passages come back for many questions.
+
+Dates and numbers are also matched by patterns (:data:`DATE`), since the statistical
+model misses some ("15 April 1899" inside a parenthesis, "c. 1127").
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import MissingDependencyError
+from ..providers.nlp import MODEL, PACKAGE
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
+)
+DATE = re.compile(
+    rf"\b(?:\d{{1,2}}\s+{_MONTH}\s+\d{{3,4}}|{_MONTH}\s+\d{{1,2}},?\s+\d{{3,4}}|{_MONTH}\s+\d{{3,4}}|"
+    r"(?:1[0-9]{3}|20[0-9]{2}|[1-9][0-9]{2})(?:s)?)\b"
+)
+YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2}|[1-9][0-9]{2})\b")
+
+# spaCy labels grouped into the reader's answer types (question.TYPES)
+LABEL_TYPE = {
+    "PERSON": "person",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "DATE": "date",
+    "TIME": "date",
+    "CARDINAL": "number",
+    "QUANTITY": "number",
+    "MONEY": "number",
+    "PERCENT": "number",
+    "ORDINAL": "number",
+    "ORG": "org",
+    "NORP": "norp",
+    "LANGUAGE": "norp",
+    "WORK_OF_ART": "phrase",
+    "EVENT": "phrase",
+    "PRODUCT": "phrase",
+    "LAW": "phrase",
+}
+
+_LOCK = threading.Lock()
+_NLP: Language | None = None
+_CACHE: OrderedDict[str, tuple[Span, ...]] = OrderedDict()
+_CACHE_SIZE = 20_000
+
+
+@dataclass(frozen=True)
+class Span:
+    """A typed span of a sentence: ``text``, reader type, character offsets, spaCy label."""
+
+    text: str
+    kind: str
+    start: int
+    end: int
+    label: str
+
+
+def pipeline() -> Language:
+    """The tagger + entity recogniser of the small English model (loaded once per process)."""
+    global _NLP
+    with _LOCK:
+        if _NLP is None:
+            try:
+                import spacy
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    f"the reader needs spaCy and its English model: pip install spacy {PACKAGE}"
+                ) from exc
+            try:
+                _NLP = spacy.load(MODEL, exclude=["parser", "lemmatizer", "senter"])
+            except OSError as exc:
+                raise MissingDependencyError(
+                    f"the spaCy model {MODEL!r} is not installed: pip install {PACKAGE} ({exc})"
+                ) from exc
+        return _NLP
+
+
+def _pattern_spans(sentence: str, taken: list[tuple[int, int]]) -> list[Span]:
+    out = []
+    for m in DATE.finditer(sentence):
+        if not any(a <= m.start() < b or a < m.end() <= b for a, b in taken):
+            out.append(Span(m.group(0), "date", m.start(), m.end(), "DATE"))
+    return out
+
+
+def spans(sentences: list[str]) -> list[tuple[Span, ...]]:
+    """The typed spans of each sentence (entities, then pattern dates the model missed)."""
+    out: list[tuple[Span, ...] | None] = []
+    todo: list[int] = []
+    with _LOCK:
+        for i, s in enumerate(sentences):
+            hit = _CACHE.get(s)
+            if hit is not None:
+                _CACHE.move_to_end(s)
+            else:
+                todo.append(i)
+            out.append(hit)
+    if todo:
+        nlp = pipeline()
+        docs = list(nlp.pipe([sentences[i] for i in todo], batch_size=64))
+        with _LOCK:
+            for i, doc in zip(todo, docs, strict=True):
+                found = [
+                    Span(e.text, LABEL_TYPE[e.label_], e.start_char, e.end_char, e.label_)
+                    for e in doc.ents
+                    if e.label_ in LABEL_TYPE
+                ]
+                found += _pattern_spans(sentences[i], [(s.start, s.end) for s in found])
+                value = tuple(sorted(found, key=lambda s: s.start))
+                _CACHE[sentences[i]] = value
+                out[i] = value
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return [o or () for o in out]
+
+
+def question_entities(question: str) -> tuple[str, ...]:
+    """The question's named entities (not dates or numbers)."""
+    (found,) = spans([question])
+    return tuple(s.text for s in found if s.kind not in ("date", "number"))
+
+
+__all__ = ["DATE", "LABEL_TYPE", "YEAR", "Span", "pipeline", "question_entities", "spans"]

@@ -1,0 +1,219 @@
+"""The offline reader: question analysis, comparisons, yes/no, spans and abstention (real spaCy, real model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from paretorag.errors import ConfigError
+from paretorag.eval.runner import guess
+from paretorag.reader import FEATURES, Passage, Reader
+from paretorag.reader.candidates import features, gather, key, read_passages
+from paretorag.reader.compare import life_dates, parse_date, passage_of
+from paretorag.reader.question import analyze, split_options, wh_type
+from paretorag.reader.ranker import load, shipped_dir
+
+pytestmark = pytest.mark.slow  # loads spaCy
+
+
+# -- question analysis ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "wh", "expected"),
+    [
+        ("When was Jarosław, Duke Of Opole's father born?", "when", "date"),
+        ("Where did Khanzada Begum's father die?", "where", "place"),
+        ("Who is the spouse of the director of film Up, Down, Fragile?", "who", "person"),
+        ("How many members were in the group?", "how many", "number"),
+        ("What is the place of birth of the director of film Oh Billy, Behave?", "what", "place"),
+        ("Are Paul Curtin and Robert Mcfarlane of the same nationality?", "yesno", "yesno"),
+        ("Which film came out first, Oloibiri (Film) or The Eagle'S Claw?", "which", "choice"),
+        ("Why did the index survive the crash?", "why", "phrase"),
+    ],
+)
+def test_question_types(question: str, wh: str, expected: str) -> None:
+    info = analyze(question)
+    assert wh_type(question) == wh
+    assert info.expected == expected
+
+
+def test_options_keep_commas_inside_titles() -> None:
+    q = "Which film has the director born earlier, The Adventures Of Priscilla, Queen Of The Desert or Harvest: 3,000 Years?"
+    assert split_options(q) == ("Adventures Of Priscilla, Queen Of The Desert", "Harvest: 3,000 Years")
+    assert split_options("Was Jovita Carranza or Fidel Kuri Grajales born first?") == (
+        "Jovita Carranza",
+        "Fidel Kuri Grajales",
+    )
+    assert split_options("Who directed Up?") == ()
+
+
+def test_relation_terms_exclude_the_named_entity() -> None:
+    info = analyze("Where did James Stanley's father die?", ("James Stanley",))
+    assert "father" in info.relation_terms and "die" in info.relation_terms
+    assert "jame" not in info.relation_terms and "stanley" not in info.relation_terms
+
+
+def test_guess_baseline() -> None:
+    assert guess("Which film came out first, Alpha or Beta?") == "Alpha"
+    assert guess("Are Alpha and Beta both American?") == "yes"
+    assert guess("Who directed Alpha?") == ""
+
+
+# -- attributes and comparisons ------------------------------------------------------------------
+PASSAGES = [
+    Passage(1, "Alpha (film)", "Alpha is a 1951 American drama film directed by Carl Boese.", 0.9),
+    Passage(2, "Beta", "Beta is a 1937 French comedy film directed by Curtis Bernhardt.", 0.8),
+    Passage(
+        3,
+        "Carl Boese",
+        "Carl Boese (26 August 1887 – 6 July 1958) was a German film director. He died in Berlin.",
+        0.7,
+    ),
+    Passage(
+        4,
+        "Curtis Bernhardt",
+        "Curtis Bernhardt (15 April 1899 – 22 February 1981) was a German-born American film director.",
+        0.6,
+    ),
+]
+
+
+def test_dates_and_life_dates() -> None:
+    assert parse_date("15 April 1899") == (1899, 4, 15)
+    assert parse_date("April 19, 1976") == (1976, 4, 19)
+    assert parse_date("no date") is None
+    info = analyze("When was Carl Boese born?")
+    reading = read_passages(info, PASSAGES, None)
+    born, died, _ = life_dates(passage_of("Carl Boese", reading), reading)
+    assert born == (1887, 8, 26) and died == (1958, 7, 6)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Which film came out first, Alpha (Film) or Beta?", "Beta"),
+        ("Which film was released more recently, Alpha (Film) or Beta?", "Alpha (Film)"),
+        ("Which film has the director who died later, Alpha (Film) or Beta?", "Beta"),
+        ("Which film has the director born earlier, Alpha (Film) or Beta?", "Alpha (Film)"),
+    ],
+)
+def test_choice_reads_each_option_and_its_bridge(question: str, answer: str) -> None:
+    result = Reader().read(question, PASSAGES)
+    assert result.kind == "choice" and result.found
+    assert result.answer == answer
+    assert result.confidence >= 0.8
+    assert len({e.n for e in result.evidence}) >= 2  # both options' passages are cited
+
+
+def test_bridge_fetches_a_missing_passage_by_title() -> None:
+    lookup = {key(p.title): p for p in PASSAGES[2:]}
+    result = Reader().read(
+        "Which film has the director who died later, Alpha (Film) or Beta?",
+        PASSAGES[:2],
+        lambda name: lookup.get(key(name)),
+    )
+    assert result.answer == "Beta"
+    assert {p.title for p in result.added} == {"Carl Boese", "Curtis Bernhardt"}
+    assert {p.n for p in result.added} == {3, 4}
+
+
+def test_yes_no_same_nationality() -> None:
+    people = [
+        Passage(1, "Ann Lee", "Ann Lee (born 1950) is an American painter.", 0.9),
+        Passage(2, "Bo Kim", "Bo Kim (born 1961) is a South Korean painter.", 0.8),
+        Passage(3, "Cy Dunn", "Cy Dunn (born 1930) was an American sculptor.", 0.7),
+    ]
+    reader = Reader()
+    no = reader.read("Are Ann Lee and Bo Kim of the same nationality?", people)
+    yes = reader.read("Are Ann Lee and Cy Dunn of the same nationality?", people)
+    assert (no.kind, no.answer) == ("yesno", "no")
+    assert (yes.kind, yes.answer) == ("yesno", "yes")
+
+
+# -- spans, the ranker and abstention ------------------------------------------------------------
+def test_shipped_model_matches_this_version() -> None:
+    meta = json.loads((shipped_dir() / "reader.json").read_text())
+    assert meta["features"] == list(FEATURES)
+    assert set(meta["train_sets"]) == {"musique_train", "hotpotqa_train", "2wikimultihopqa", "popqa"}
+    ranker = load()
+    assert 0.0 < ranker.threshold < 1.0
+
+
+def test_candidates_and_features() -> None:
+    info = analyze("Where did Carl Boese die?", ("Carl Boese",))
+    reading = read_passages(info, PASSAGES, None)
+    cands = gather(reading)
+    texts = {c.text for c in cands}
+    assert {"Berlin", "Carl Boese", "German film director", "film director"} <= texts
+    x = features(info, reading, cands)
+    assert x.shape == (len(cands), len(FEATURES))
+    berlin = next(i for i, c in enumerate(cands) if c.text == "Berlin")
+    col = FEATURES.index("type_match")
+    assert x[berlin, col] == 1.0  # a place for "where"
+    assert x[berlin, FEATURES.index("relation")] > 0  # "died" matches "die"
+
+
+def test_one_hop_attribute_and_relation() -> None:
+    reader = Reader()
+    died = reader.read("Where did Carl Boese die?", PASSAGES)
+    assert (died.kind, died.answer, died.found) == ("chain", "Berlin", True)
+    assert died.evidence[0].n == 3 and "Berlin" in died.evidence[0].sentence
+    assert died.text.startswith("Berlin [3]")
+    born = reader.read("When was Curtis Bernhardt born?", PASSAGES)
+    assert born.answer == "15 April 1899"
+    directed = reader.read("Who directed Beta?", PASSAGES)
+    assert directed.answer == "Curtis Bernhardt"
+
+
+def test_compositional_chain() -> None:
+    result = Reader().read("Where did the director of film Alpha (Film) die?", PASSAGES)
+    assert (result.kind, result.answer) == ("chain", "Berlin")
+    assert [e.n for e in result.evidence[:2]] == [1, 3]  # the film's passage, then the director's
+
+
+def test_span_ranker_answers_what_no_rule_reads() -> None:
+    passages = [
+        Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),
+        Passage(2, "Chile", "Santiago is the capital of Chile.", 0.5),
+    ]
+    result = Reader().read("What is the capital of Peru?", passages)
+    assert result.kind == "span" and result.found
+    assert result.answer == "Lima" and result.evidence[0].n == 1
+    assert 0.0 < result.confidence <= 1.0
+
+
+def test_abstains_when_the_passages_do_not_hold_the_answer() -> None:
+    result = Reader().read("How many moons does Jupiter have?", PASSAGES[:2])
+    assert not result.found
+    assert result.answer == ""
+    assert result.text.startswith("The documents do not contain")
+    assert result.evidence  # the closest sentences are still shown
+
+
+def test_threshold_setting_and_bad_model_folder(tmp_path) -> None:
+    never = Reader(threshold=1.01).read("Which company made Alpha?", PASSAGES)
+    assert never.kind == "span" and not never.found and never.answer == ""
+    with pytest.raises(ConfigError, match="train-reader"):
+        _ = Reader(model=tmp_path).ranker
+
+
+def test_why_question_answers_with_a_sentence() -> None:
+    texts = [
+        Passage(
+            1,
+            "Crash safety",
+            "The index survives a crash because every write goes to a new file and the manifest is "
+            "replaced atomically. Other parts are unrelated.",
+            0.9,
+        )
+    ]
+    result = Reader().read("Why does the index survive a crash?", texts)
+    assert result.kind == "sentence"
+    assert "atomically" in result.answer
+
+
+def test_empty_passages() -> None:
+    result = Reader().read("Who is it?", [])
+    assert not result.found and result.evidence == ()
+    assert np.isfinite(result.confidence)
