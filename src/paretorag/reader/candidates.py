@@ -26,10 +26,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from nltk.stem import PorterStemmer
 
 from ..providers.base import Embedder
 from ..providers.extractive import content_terms, term_overlap
@@ -111,10 +111,11 @@ _COUNTRY_NAMES = (
     "europe|asia|africa|united kingdom|uk|soviet union|ottoman empire|holy roman empire"
 )
 COUNTRIES = frozenset(DEMONYMS.values()) | frozenset(_COUNTRY_NAMES.split("|"))
+_COUNTRY_Q = re.compile(r"\b(?:country|nation|nationality)\b", re.IGNORECASE)
 _CITY = re.compile(r"\b(?:city|town|village|birthplace|municipality)\b", re.IGNORECASE)
 _MODIFIER = re.compile(r"^(?:[A-Z]\S*|\S+-born|\d\S*)$")
 _WORD = re.compile(r"[\w'\u2019-]+")
-_PORTER = PorterStemmer()
+_PORTER: Any = None  # NLTK's Porter stemmer, imported on first use (importing nltk takes 0.7 s)
 _COPULA = re.compile(
     r"\b(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w-]+\s+){0,4}?[\w-]+?)"
     r"(?=\s*(?:[,.;()]|\swho\b|\sthat\b|\swhich\b|\sfrom\b|\sin\b|\sof\b|\sand\b|\sbased\b|\sborn\b|$))"
@@ -220,7 +221,12 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Porter stem of a lower-case word (NLTK's, no data files)."""
-    return _PORTER.stem(word)
+    global _PORTER
+    if _PORTER is None:
+        from nltk.stem.porter import PorterStemmer
+
+        _PORTER = PorterStemmer()
+    return str(_PORTER.stem(word))
 
 
 @lru_cache(maxsize=4096)
@@ -388,7 +394,10 @@ FEATURES: tuple[str, ...] = (
     "title_in_question",
     "second_hop",
     "bridge",
+    "q_relation_terms",
+    "q_words",
     "q_city",
+    "q_country",
     "c_country",
     "place_first",
     "in_parentheses",
@@ -452,6 +461,10 @@ def features(info: QuestionInfo, reading: Reading, cands: list[Candidate]) -> np
     ]
     exp = info.expected if info.expected in QTYPES else "phrase"
     q_city = float(bool(_CITY.search(info.text)))
+    q_country = float(bool(_COUNTRY_Q.search(info.text)))
+    # how complex the question is: a second-hop passage helps a multi-hop question only
+    q_relations = float(len(info.relation_terms))
+    q_words = float(len(info.text.split()))
     for r, c in enumerate(cands):
         row = x[r]
         row[_F[f"q_{exp}"]] = 1.0
@@ -490,7 +503,10 @@ def features(info: QuestionInfo, reading: Reading, cands: list[Candidate]) -> np
         row[_F["second_hop"]] = float(any(second_hop[o.passage] for o in c.occurrences))
         # the candidate names another retrieved passage: a bridge entity, rarely the final answer
         row[_F["bridge"]] = float(any(ck == t for j, t in enumerate(title_keys) if j != pi))
+        row[_F["q_relation_terms"]] = q_relations
+        row[_F["q_words"]] = q_words
         row[_F["q_city"]] = q_city
+        row[_F["q_country"]] = q_country
         row[_F["c_country"]] = float(ck in COUNTRIES)
         after = sent[best.span.end : best.span.end + 3]
         row[_F["place_first"]] = float(

@@ -131,16 +131,6 @@ class Reader:
     def analyze(self, question: str) -> QuestionInfo:
         return analyze(question, question_entities(question))
 
-    def scores(
-        self, question: str, passages: Sequence[Passage]
-    ) -> tuple[QuestionInfo, Reading, list[Any], np.ndarray]:
-        """Question analysis, the passages' reading, the candidates and their probabilities."""
-        info = self.analyze(question)
-        reading = read_passages(info, passages, None)
-        cands = admitted(info.expected, gather(reading))
-        probs = self.ranker.predict(features(info, reading, cands)) if cands else np.zeros(0)
-        return info, reading, cands, probs
-
     def read(
         self,
         question: str,

@@ -54,5 +54,5 @@ def train_reader_command(
         raise typer.Exit(1) from exc
     err.print(
         f"wrote {out}: {meta['questions']} questions, {meta['rows']} candidates ({meta['positives']} positive), "
-        f"held-out top-1 {meta['held_out_top1_accuracy']:.3f}, threshold {meta['threshold']:.2f}, sha256 {meta['sha256'][:12]}"
+        f"held-out top-1 {meta['held_out_top1_accuracy']:.3f}, threshold {meta['threshold']:.3f}, sha256 {meta['sha256'][:12]}"
     )

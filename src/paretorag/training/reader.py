@@ -149,8 +149,15 @@ def choose_threshold(
     return best
 
 
+FOLDS = 5
+
+
 def _held_out(qid: str) -> bool:
     return int(hashlib.sha256(qid.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF < VALIDATION
+
+
+def _fold(qid: str) -> int:
+    return int(hashlib.sha256(qid.encode("utf-8")).hexdigest()[8:16], 16) % FOLDS
 
 
 def train(
@@ -159,9 +166,10 @@ def train(
     """Fit the ranker, choose the threshold, write ``ranker.txt`` and ``reader.json``.
 
     A fifth of the training questions (chosen by a hash of their id) is held out: the
-    number of boosting rounds stops where their log-loss stops improving, and the
-    abstention threshold is chosen on their (out-of-sample) probabilities. The final
-    model is then fitted on every training question with that number of rounds.
+    number of boosting rounds stops where their log-loss stops improving. The abstention
+    threshold is chosen on out-of-fold probabilities of every training question (five
+    folds, that number of rounds). The final model is then fitted on every training
+    question with that number of rounds.
     """
     import lightgbm
 
@@ -188,15 +196,21 @@ def train(
         callbacks=[lightgbm.early_stopping(50, verbose=False)],
     )
     best = int(probe.best_iteration or rounds)
-    tops, correct = [], []
-    for i in np.flatnonzero(held):
-        p = probe.predict(data.x[i], num_iteration=best, num_threads=1)
-        j = int(np.argmax(p))
-        tops.append(float(p[j]))
-        correct.append(bool(data.y[i][j]))
-    top, ok = np.array(tops), np.array(correct)
-    answerable = np.array(data.answerable)[held]
-    threshold = choose_threshold(top, ok, answerable, max_abstain)
+    # out-of-fold probabilities of every training question (5 folds by the same hash) set the
+    # threshold: the single held-out fifth is too few questions to place it stably
+    fold = np.array([_fold(q) for q in data.qid])
+    tops = np.zeros(len(data.x))
+    correct = np.zeros(len(data.x), dtype=bool)
+    for f in range(FOLDS):
+        x_f, y_f = stack(fold != f)
+        fitted = lightgbm.train(PARAMS, lightgbm.Dataset(x_f, y_f, feature_name=names), num_boost_round=best)
+        for i in np.flatnonzero(fold == f):
+            p = fitted.predict(data.x[i], num_threads=1)
+            j = int(np.argmax(p))
+            tops[i], correct[i] = float(p[j]), bool(data.y[i][j])
+    answerable = np.array(data.answerable)
+    threshold = choose_threshold(tops, correct, answerable, max_abstain)
+    ok = correct[held]
     x, y = stack(np.ones(len(data.x), dtype=bool))
     model = lightgbm.train(PARAMS, lightgbm.Dataset(x, y, feature_name=names), num_boost_round=best)
     text = model.model_to_string()
@@ -211,10 +225,15 @@ def train(
         "questions": len(data.x),
         "held_out_questions": int(held.sum()),
         "held_out_top1_accuracy": round(float(ok.mean()), 4),
-        "held_out_top1_accuracy_answerable": round(float(ok[answerable].mean()), 4)
-        if answerable.any()
+        "held_out_top1_accuracy_answerable": round(float(ok[answerable[held]].mean()), 4)
+        if answerable[held].any()
         else None,
-        "held_out_answerable": round(float(answerable.mean()), 4),
+        "held_out_answerable": round(float(answerable[held].mean()), 4),
+        "out_of_fold_top1_accuracy_answerable": round(float(correct[answerable].mean()), 4),
+        "out_of_fold_abstain_answerable": round(float(np.mean(tops[answerable] < threshold)), 4),
+        "out_of_fold_abstain_unanswerable": round(float(np.mean(tops[~answerable] < threshold)), 4)
+        if (~answerable).any()
+        else None,
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "lightgbm": lightgbm.__version__,
     }

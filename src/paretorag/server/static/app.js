@@ -122,8 +122,12 @@ function renderContexts(contexts) {
 
 function renderDone(ans) {
   renderContexts(ans.contexts);
-  renderAnswer(ans.answer || (ans.contexts.length ? "(passages only)" : "(nothing found)"));
-  $("route").textContent = `${ans.method} / ${ans.mode}${ans.branch ? " (" + ans.branch + ")" : ""}`;
+  // the reader's text is the short answer, then its cited evidence; an LLM's text is its answer
+  renderAnswer(ans.text || ans.answer || (ans.contexts.length ? "(passages only)" : "(nothing found)"));
+  const read = ans.found === true || ans.found === false
+    ? ` · ${ans.answered_by}, confidence ${Number(ans.confidence).toFixed(2)}${ans.found ? "" : " (not found)"}`
+    : "";
+  $("route").textContent = `${ans.method} / ${ans.mode}${ans.branch ? " (" + ans.branch + ")" : ""}${read}`;
   $("latency").textContent = `${Math.round(ans.timings_ms.total)} ms`;
   const u = ans.usage;
   $("cost").textContent = `${u.llm_calls} call(s), ${u.prompt_tokens}+${u.completion_tokens} tokens`;
