@@ -12,7 +12,9 @@ from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
 from paretorag.reader import FEATURES
 from paretorag.reader.ranker import load
-from paretorag.training.reader import TrainingData, choose_threshold, labels, train
+from paretorag.training.reader import TrainingData, choose_threshold, hop_questions, labels, train
+
+from .conftest import DATA
 
 
 def _data(n: int = 120, seed: int = 0) -> TrainingData:
@@ -82,3 +84,13 @@ def test_cli_checks_its_arguments(tmp_path) -> None:
         app, ["train-reader", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]
     )
     assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_musique_hops_become_questions_with_the_earlier_answers_filled_in() -> None:
+    hops = hop_questions(DATA, "musique_train")
+    assert len(hops) > 100 and not any("#" in q.text or ">>" in q.text for q in hops)
+    first = {q.qid: q for q in hops}
+    some = next(q for q in hops if q.qid.endswith("#hop2"))
+    one = first.get(some.qid.replace("#hop2", "#hop1"))
+    assert one is not None and one.answers[0] in some.text  # "#1" replaced by the first hop's answer
+    assert hop_questions(DATA, "hotpotqa_train") == []

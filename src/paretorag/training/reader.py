@@ -10,6 +10,9 @@ questions are answered by other stages and are left out.
 The training sets are the train splits in ``shared/data`` and nothing else:
 ``musique_train``, ``hotpotqa_train``, the 2Wiki question set (``2wikimultihopqa``,
 disjoint from its dev file) and ``popqa[400:]`` (``popqa[:400]`` is the dev split).
+MuSiQue's single-hop sub-questions (its ``question_decomposition``, with ``#1`` replaced
+by the first hop's answer) are training questions too: free-form questions whose answer
+sits in one passage, which 2Wiki's templates do not teach.
 
 LightGBM trains a binary classifier with one thread and ``deterministic=True``, so the
 same data gives the same model text (the sha256 in ``reader.json``). A fifth of the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,7 @@ from ..errors import ConfigError
 from ..eval import metrics as M
 from ..eval.loaders import load_dataset
 from ..eval.runner import index_dir_for
+from ..eval.schema import Question
 from ..progress import NullProgress, Progress
 from ..rag import RAG
 from ..reader.candidates import FEATURES, admitted, features, gather, read_passages
@@ -85,6 +90,34 @@ def labels(texts: list[str], golds: list[str], positive_f1: float) -> np.ndarray
     )
 
 
+def _fill_hops(question: str, earlier: list[str]) -> str:
+    """``#k`` in a MuSiQue sub-question replaced by the answer of hop ``k`` (when it came before)."""
+
+    def fill(m: re.Match[str]) -> str:
+        k = int(m.group(1))
+        return earlier[k - 1] if 0 < k <= len(earlier) else m.group(0)
+
+    return re.sub(r"#(\d+)", fill, question)
+
+
+def hop_questions(data_dir: Path | str, subset: str) -> list[Question]:
+    """MuSiQue's single-hop sub-questions as questions of their own ("Who was the first president of
+    #1?" with ``#1`` replaced by the first hop's answer): more training signal for the last hop."""
+    if not subset.startswith("musique"):
+        return []
+    path = Path(data_dir) / "musique" / f"{subset}.json"
+    out: list[Question] = []
+    for rec in json.loads(path.read_text(encoding="utf-8")):
+        hops = rec.get("question_decomposition") or []
+        answers = [str(h.get("answer", "")) for h in hops]
+        for i, hop in enumerate(hops):
+            text = _fill_hops(str(hop.get("question", "")), answers[:i])
+            if "#" in text or ">>" in text or not answers[i]:
+                continue
+            out.append(Question(qid=f"{rec.get('id', '')}#hop{i + 1}", text=text, answers=[answers[i]]))
+    return out
+
+
 def collect(
     data_dir: Path | str,
     *,
@@ -94,9 +127,11 @@ def collect(
     sets: tuple[tuple[str, int, int | None], ...] = TRAIN_SETS,
     limit: int | None = None,
     positive_f1: float = 0.8,
+    hops: bool = True,
     progress: Progress | None = None,
 ) -> TrainingData:
-    """Retrieve, read and label every training question (span questions only)."""
+    """Retrieve, read and label every training question (span questions only); with ``hops``,
+    MuSiQue's sub-questions too (:func:`hop_questions`)."""
     progress = progress or NullProgress()
     data = TrainingData()
     for subset, start, stop in sets:
@@ -104,6 +139,8 @@ def collect(
         questions = ds.questions[start:stop]
         if limit is not None:
             questions = questions[:limit]
+        if hops:
+            questions = [*questions, *hop_questions(data_dir, subset)[: limit if limit is not None else None]]
         index_dir = index_dir_for(Path(cache_dir), ds, None, "extractive")
         index_dir.mkdir(parents=True, exist_ok=True)
         used = 0
