@@ -182,7 +182,8 @@ def test_cli_indexes_and_queries_every_offline_method(tmp_path):
         r = runner.invoke(app, ["query", TWO_HOP, "--index", ix, "--method", method, "--json"])
         assert r.exit_code == 0, r.output
         out = json.loads(r.stdout)
-        assert out["method"] == method and out["contexts"] and out["answer"]
+        assert out["method"] == method and out["contexts"] and out["text"]
+        assert isinstance(out["found"], bool) and (out["answer"] != "") == out["found"]
     r = runner.invoke(app, ["index", str(src), "--index", ix, "--methods", "tog"])
     assert r.exit_code != 0 and "--llm openai:MODEL" in r.output
 
