@@ -78,6 +78,8 @@ def test_cli_errors_are_clear(tmp_path):
     assert r.exit_code == 2 and "question is empty" in r.output
     r = runner.invoke(app, ["query", "x", "--index", ix, "--method", "nosuch"])
     assert r.exit_code == 2 and "unknown method 'nosuch'" in r.output
+    r = runner.invoke(app, ["query", "q", "--index", ix, "--method", "entity-wlak"])
+    assert r.exit_code == 2 and "did you mean 'entity-walk'?" in r.output
     r = runner.invoke(app, ["index", str(tmp_path / "missing.txt"), "--index", ix])
     assert r.exit_code == 2 and "does not exist" in r.output
 

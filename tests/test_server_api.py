@@ -72,6 +72,12 @@ def test_reader_fields_and_the_reader_choice(base_index):
     assert bad.status_code == 422 or bad.status_code == 400
 
 
+def test_a_misspelt_method_gets_a_suggestion(base_index):
+    with client(base_index) as c:
+        r = c.post("/query", json={"question": "otters", "method": "vanila"})
+    assert r.status_code == 400 and "did you mean 'vanilla'?" in r.json()["error"]["message"]
+
+
 def test_context_only_and_budget(base_index):
     with client(base_index) as c:
         r = c.post("/query", json={"question": "beaver dams", "context_only": True, "k": 2, "budget": 500})

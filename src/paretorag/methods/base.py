@@ -15,6 +15,8 @@ Table 3 ablations): ``get_method("e2graphrag-dense-only")`` is
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -103,6 +105,14 @@ def register_preset(name: str, cls: type[Method], doc: str, **preset: Any) -> No
     METHODS[name] = MethodSpec(cls, dict(preset), doc)
 
 
+def suggest(name: str, known: Iterable[str]) -> str:
+    """ "did you mean 'entity-walk'?" for a near miss (difflib), then the names to choose from."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"{hint}available: {', '.join(names)}"
+
+
 def get_method(name: str, **params: Any) -> Method:
     """A fresh method instance by registered name, with ``params`` set."""
     from . import _load_all
@@ -111,7 +121,7 @@ def get_method(name: str, **params: Any) -> Method:
     try:
         spec = METHODS[name]
     except KeyError:
-        raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}") from None
+        raise ConfigError(f"unknown method {name!r}; {suggest(name, METHODS)}") from None
     method = spec.cls()
     method.set_params(**{**spec.preset, **params})
     method.name = name

@@ -7,6 +7,7 @@ The OpenAPI description is at ``/docs``. Every error is JSON:
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import queue
@@ -321,7 +322,13 @@ def create_app(
         if body.method not in available_methods():
             raise APIError(
                 400,
-                f"unknown method {body.method!r}; choose one of GET /methods, e.g. vanilla",
+                f"unknown method {body.method!r}; "
+                + (
+                    f"did you mean {close[0]!r}? "
+                    if (close := difflib.get_close_matches(body.method.lower(), available_methods(), n=1))
+                    else ""
+                )
+                + "choose one of GET /methods, e.g. vanilla",
                 field="method",
             )
 
