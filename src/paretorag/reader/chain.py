@@ -31,7 +31,6 @@ _POSSESSIVE = re.compile(rf"^(.+?)['\u2019]s\s+({_REL})\b")
 _DEATH = re.compile(r"\b(?:die|died|death)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _PLACE_Q = re.compile(r"\b(?:where|place|city|country)\b", re.IGNORECASE)
-_DATE_Q = re.compile(r"\b(?:when|date|year|birthday)\b", re.IGNORECASE)
 _STEMS = {
     "director": ("direct",),
     "composer": ("compos", "music by"),
