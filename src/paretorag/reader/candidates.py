@@ -173,6 +173,19 @@ class Reading:
     lookup: Callable[[str], Passage | None] | None = None  # a passage by its title, from the index
     max_sentences: int = 12
 
+    @property
+    def relevance(self) -> npt.NDArray[np.float64]:
+        """How well each sentence matches the question: similarity + term coverage + half the relation coverage."""
+        return self.dense + self.terms + 0.5 * self.relation
+
+    def best_occurrence(
+        self, cand: Candidate, relevance: npt.NDArray[np.float64] | None = None
+    ) -> Occurrence:
+        """The occurrence whose sentence best matches the question (:attr:`relevance`, pass it when
+        scoring many candidates): it stands for the candidate."""
+        rel = self.relevance if relevance is None else relevance
+        return max(cand.occurrences, key=lambda o: rel[o.sentence])
+
     def extend(self, passage: Passage) -> int:
         """Add a passage (fetched by :attr:`lookup`) and return its index."""
         more = read_passages(
@@ -412,13 +425,18 @@ def _tokens(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def _near(sentence: str, span: Span, targets: frozenset[str], window: int = 6) -> tuple[int, int]:
-    """Question terms (by stem) within ``window`` tokens of the span, and the distance to the nearest."""
-    if not targets:
+def _stems_of(terms: frozenset[str]) -> frozenset[str]:
+    """Every stem the question's terms match in a sentence (:func:`relation_stems`)."""
+    out: set[str] = set()
+    for t in terms:
+        out |= relation_stems(t)
+    return frozenset(out)
+
+
+def _near(sentence: str, span: Span, wanted: frozenset[str], window: int = 6) -> tuple[int, int]:
+    """Stems of ``wanted`` within ``window`` tokens of the span, and the distance to the nearest one."""
+    if not wanted:
         return 0, 99
-    wanted: set[str] = set()
-    for t in targets:
-        wanted |= relation_stems(t)
     left = _tokens(sentence[: span.start])
     right = _tokens(sentence[span.end :])
     hits = 0
@@ -447,8 +465,10 @@ def features(info: QuestionInfo, reading: Reading, cands: list[Candidate]) -> np
     if not cands:
         return x
     terms_rank = _rank_desc(reading.terms)
+    relevance = reading.relevance
     q_terms = frozenset(info.terms)
-    rel_terms = frozenset(info.relation_terms)
+    q_stems = _stems_of(q_terms)
+    rel_stems = _stems_of(frozenset(info.relation_terms))
     q_key = " " + key(info.text) + " "
     ent_keys = [key(e) for e in info.entities]
     title_in_q = [bool(p.title) and f" {key(p.title)} " in q_key for p in reading.passages]
@@ -471,20 +491,14 @@ def features(info: QuestionInfo, reading: Reading, cands: list[Candidate]) -> np
         row[_F[f"c_{c.kind}"]] = 1.0
         row[_F["type_match"]] = float(c.kind == exp)
         row[_F["type_compatible"]] = float((exp, c.kind) in _COMPATIBLE)
-        # the occurrence whose sentence best matches the question stands for the candidate
-        best = max(
-            c.occurrences,
-            key=lambda o: (
-                reading.dense[o.sentence] + reading.terms[o.sentence] + 0.5 * reading.relation[o.sentence]
-            ),
-        )
+        best = reading.best_occurrence(c, relevance)
         si, pi = best.sentence, best.passage
         sent = reading.sentences[si]
         row[_F["terms"]] = reading.terms[si]
         row[_F["terms_rank"]] = terms_rank[si]
         row[_F["relation"]] = reading.relation[si]
-        rel_hits, dist = _near(sent, best.span, rel_terms)
-        q_hits, q_dist = _near(sent, best.span, q_terms)
+        rel_hits, dist = _near(sent, best.span, rel_stems)
+        q_hits, q_dist = _near(sent, best.span, q_stems)
         row[_F["relation_near"]] = rel_hits
         row[_F["qterms_near"]] = q_hits
         row[_F["distance"]] = min(dist, q_dist)

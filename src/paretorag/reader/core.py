@@ -35,7 +35,7 @@ from .candidates import Passage, Reading, admitted, features, gather, key, read_
 from .chain import chain
 from .compare import Verdict, choose, yes_no
 from .question import QuestionInfo, analyze
-from .ranker import Ranker, load
+from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
 
 NOT_FOUND = "The documents do not contain an answer to this question."
@@ -117,6 +117,7 @@ class Reader:
         self._threshold = threshold
         self.evidence_sentences = evidence_sentences
         self._ranker: Ranker | None = None
+        self._meta: dict[str, Any] | None = None
 
     @property
     def ranker(self) -> Ranker:
@@ -125,8 +126,19 @@ class Reader:
         return self._ranker
 
     @property
+    def meta(self) -> dict[str, Any]:
+        """The model's ``reader.json`` (read without loading the model)."""
+        if self._ranker is not None:
+            return self._ranker.meta
+        if self._meta is None:
+            self._meta = read_meta(self.model)
+        return self._meta
+
+    @property
     def threshold(self) -> float:
-        return self._threshold if self._threshold is not None else self.ranker.threshold
+        if self._threshold is not None:
+            return self._threshold
+        return float(self.meta.get("threshold", DEFAULT_THRESHOLD))
 
     def analyze(self, question: str) -> QuestionInfo:
         return analyze(question, question_entities(question))
@@ -151,7 +163,7 @@ class Reader:
         reading = read_passages(info, passages, embedder, lookup=lookup)
         if not reading.sentences or not info.terms:
             return ReaderResult("", (), 0.0, False, "span", info.expected)
-        order = np.argsort(-(reading.dense + reading.terms + 0.5 * reading.relation), kind="stable")
+        order = np.argsort(-reading.relevance, kind="stable")
         if info.expected in ("choice", "yesno"):
             n_given = len(reading.passages)
             v = choose(info, reading) if info.expected == "choice" else yes_no(info, reading)
@@ -183,12 +195,7 @@ class Reader:
         top = int(np.argmax(probs))
         cand = cands[top]
         conf = float(probs[top])
-        occ = max(
-            cand.occurrences,
-            key=lambda o: (
-                reading.dense[o.sentence] + reading.terms[o.sentence] + 0.5 * reading.relation[o.sentence]
-            ),
-        )
+        occ = reading.best_occurrence(cand)
         found = conf >= self.threshold
         first = [occ.sentence] if found else []
         ev = self._evidence([*first, *order], reading, self.evidence_sentences)
@@ -264,7 +271,7 @@ class ReaderLLM(ExtractiveLLM):
         ident.update(
             backend="reader",
             reader_version=self.reader_version,
-            model=self.reader.ranker.meta.get("sha256", ""),
+            model=self.reader.meta.get("sha256", ""),
             threshold=self.reader.threshold,
         )
         return ident

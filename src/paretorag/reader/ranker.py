@@ -67,29 +67,42 @@ def _lightgbm() -> Any:
     return lightgbm
 
 
+def _folder(folder: Path | str | None) -> Path:
+    return Path(folder) if folder is not None else shipped_dir()
+
+
+def read_meta(folder: Path | str | None = None) -> dict[str, Any]:
+    """``reader.json`` of the model in ``folder`` (default: the shipped one), checked against this
+    version's features; the model itself is not loaded."""
+    path = _folder(folder)
+    model, meta_file = path / MODEL_FILE, path / META_FILE
+    if not model.exists() or not meta_file.exists():
+        raise ConfigError(
+            f"no reader model in {path} (need {MODEL_FILE} and {META_FILE}); "
+            "run `paretorag train-reader --out DIR` to make one"
+        )
+    try:
+        meta: dict[str, Any] = json.loads(meta_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise IndexFormatError(f"{meta_file} is not valid JSON ({exc}); train the reader again") from exc
+    if meta.get("features") != list(FEATURES):
+        raise ConfigError(
+            f"{path}: the reader model was trained on other features than this version computes; "
+            "run `paretorag train-reader` again"
+        )
+    return meta
+
+
 def load(folder: Path | str | None = None) -> Ranker:
     """The ranker in ``folder`` (default: the shipped one), loaded once per process."""
-    path = Path(folder) if folder is not None else shipped_dir()
+    path = _folder(folder)
     with _LOCK:
         hit = _LOADED.get(str(path))
         if hit is not None:
             return hit
+        meta = read_meta(path)
         model, meta_file = path / MODEL_FILE, path / META_FILE
-        if not model.exists() or not meta_file.exists():
-            raise ConfigError(
-                f"no reader model in {path} (need {MODEL_FILE} and {META_FILE}); "
-                "run `paretorag train-reader --out DIR` to make one"
-            )
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise IndexFormatError(f"{meta_file} is not valid JSON ({exc}); train the reader again") from exc
         text = model.read_text(encoding="utf-8")
-        if meta.get("features") != list(FEATURES):
-            raise ConfigError(
-                f"{path}: the reader model was trained on other features than this version computes; "
-                "run `paretorag train-reader` again"
-            )
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if meta.get("sha256") and meta["sha256"] != digest:
             raise IndexFormatError(
@@ -100,4 +113,4 @@ def load(folder: Path | str | None = None) -> Ranker:
         return ranker
 
 
-__all__ = ["DEFAULT_THRESHOLD", "META_FILE", "MODEL_FILE", "Ranker", "load", "shipped_dir"]
+__all__ = ["DEFAULT_THRESHOLD", "META_FILE", "MODEL_FILE", "Ranker", "load", "read_meta", "shipped_dir"]
