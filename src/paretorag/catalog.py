@@ -28,6 +28,7 @@ def methods() -> list[dict[str, Any]]:
             info["preset_of"] = spec.cls.name
             info["preset"] = spec.preset
         info["doc"] = spec.doc
+        info["recommended"] = bool(info.get("recommended")) and not spec.preset
         out.append(info)
     return out
 

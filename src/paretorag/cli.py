@@ -272,11 +272,28 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
         _interrupted(rag, index_dir)
 
 
+def _note_default(rag: RAG, method: str) -> None:
+    """One line on stderr when the recommended method is not built and another one answers."""
+    from .methods import recommended_method
+
+    rec = recommended_method()
+    if method != rec:
+        err.print(
+            f"[dim]note: answering with {method!r}; the recommended method {rec!r} is not built in this "
+            f"index (add it with `paretorag index PATH... --index {rag.root} --methods {rec}`)[/]"
+        )
+
+
 @app.command()
 def query(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path = IndexOpt,
-    method: str = typer.Option("vanilla", "--method", "-m", help="Retrieval method."),
+    method: str | None = typer.Option(
+        None,
+        "--method",
+        "-m",
+        help="Retrieval method (default: the recommended one, `fusion`, where the index has it built).",
+    ),
     k: int | None = typer.Option(None, "-k", help="Passages to retrieve (method default if omitted)."),
     budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
     llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
@@ -293,6 +310,9 @@ def query(
     try:
         answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
         with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
+            if method is None:
+                method = rag.default_method()
+                _note_default(rag, method)
             ans = rag.query(
                 question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
             )
@@ -446,10 +466,12 @@ def methods(
         cols = ["method", "graph", "question", *catalog.TABLE3_COLUMNS, "query_llm", "generation"]
         _print_catalog(catalog.table3(), as_json, cols)
         return
-    rows = catalog.methods()
+    rows = sorted(catalog.methods(), key=lambda r: not r.get("recommended", False))  # stable: then by name
     for row in rows:
         steps = row.get("steps")
         row["steps"] = [f"{s['step']}={s['operator']}" for s in steps] if steps else row.get("preset", "")
+        if row.get("recommended") and not as_json:
+            row["name"] = f"{row['name']} (recommended)"
     _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"])
 
 
@@ -556,6 +578,17 @@ def _register_train_reader() -> None:
 
 
 _register_train_reader()
+
+
+def _register_train_ranker() -> None:
+    from .training.cli import train_ranker_command
+
+    app.command(
+        "train-ranker", help="Train the retrieval ranker of the `fusion` method on the train splits."
+    )(train_ranker_command)
+
+
+_register_train_ranker()
 
 
 def optional_ray_address(argv: list[str]) -> list[str]:

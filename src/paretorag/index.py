@@ -608,6 +608,11 @@ class LoadedIndex:
             return Scored.empty()
         return self.vectors.search(query_vector, k)
 
+    def chunk_vectors(self, rows: np.ndarray) -> np.ndarray:
+        if self.vectors is None:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self.vectors.matrix[rows]
+
     def structure(self, name: str) -> StructureData:
         if name not in self._structures:
             info = self.manifest.structures.get(name)

@@ -40,6 +40,10 @@ class IndexView(Protocol):
         """Exact inner-product top-k over chunk vectors."""
         ...
 
+    def chunk_vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors of chunk ``rows`` (2-d, normalized)."""
+        ...
+
     def structure(self, name: str) -> StructureData:
         """A built structure; raises MissingStructureError naming the fix."""
         ...

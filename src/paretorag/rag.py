@@ -29,7 +29,7 @@ from .errors import (
 from .index import CachedEmbedder
 from .manifest import FILENAME, IndexConfig, Manifest
 from .mapreduce import BATCH_TOKENS, map_reduce
-from .methods.base import QueryOptions, Retrieval, available_methods, get_method
+from .methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
 from .providers.base import LLM, Embedder, is_generative
 from .providers.embedders import make_embedder
 from .providers.extractive import ExtractiveLLM
@@ -195,17 +195,36 @@ class RAG(IndexSession):
                 rag._stamp = manifest_stamp(root)
         return rag
 
+    def built(self, method: str) -> bool:
+        """Whether this index has every structure ``method`` reads."""
+        return all(s == "vectors" or s in self.manifest.structures for s in get_method(method).requires)
+
+    def default_method(self) -> str:
+        """The method used when none is named: the recommended one (``paretorag methods`` lists it
+        first) where this index has its structures, else the first configured method that is
+        built, else ``vanilla``."""
+        rec = recommended_method()
+        if self.built(rec):
+            return rec
+        configured = [m for m in self.manifest.config.methods if m in available_methods()]
+        return next((m for m in configured if self.built(m)), "vanilla")
+
     def retrieve(
         self,
         question: str,
-        method: str = "vanilla",
+        method: str | None = None,
         *,
         k: int | None = None,
         budget: int | Budget | None = None,
         **params: Any,
     ) -> tuple[Retrieval, list[ContextItem]]:
-        """Retrieval only: the method's result and its context items (before packing)."""
+        """Retrieval only: the method's result and its context items (before packing).
+
+        ``method`` None is :meth:`default_method`: the recommended method where the index has
+        its structures.
+        """
         question = _validate_question(question)
+        method = method or self.default_method()
         m = get_method(method, **params)
         view = self.view
         if m.requires and not len(view.chunks):
@@ -240,7 +259,7 @@ class RAG(IndexSession):
     def query(
         self,
         question: str,
-        method: str = "vanilla",
+        method: str | None = None,
         *,
         k: int | None = None,
         budget: int | Budget | None = None,
@@ -260,6 +279,7 @@ class RAG(IndexSession):
         arguments set the method's parameters.
         """
         t0 = time.perf_counter()
+        method = method or self.default_method()
         r, items = self.retrieve(question, method, k=k, budget=budget, **params)
         retrieval_s = time.perf_counter() - t0
         return self.answer(

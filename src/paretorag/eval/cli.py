@@ -61,6 +61,13 @@ def eval_command(
     corpus: str = typer.Option(
         "full", "--corpus", help="'full' corpus, or 'own': only the questions' passages."
     ),
+    shuffle_corpus: int | None = typer.Option(
+        None,
+        "--shuffle-corpus",
+        metavar="SEED",
+        help="Index the corpus in a random order drawn from SEED (benchmark corpora list each "
+        "question's passages together; this shows whether a method scores from the order).",
+    ),
     answer_k: int | None = typer.Option(
         None, "--answer-k", help="Passages given to the answer (method default)."
     ),
@@ -102,6 +109,7 @@ def eval_command(
             plots,
             settings,
             readers,
+            shuffle_corpus,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -128,6 +136,7 @@ def _run(
     plots: bool,
     settings: list[str] | None = None,
     readers: str | None = None,
+    shuffle_corpus: int | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -163,6 +172,7 @@ def _run(
                 embed_titles=titles,
                 builders=_builder_settings(settings or []),
                 corpus=corpus,
+                shuffle_corpus=shuffle_corpus,
                 answer_k=answer_k,
                 seed=seed,
                 progress=progress,

@@ -366,7 +366,12 @@ def available_subsets() -> list[str]:
 
 
 def load_dataset(
-    data_dir: Path | str, subset: str, *, limit: int | None = None, corpus: str = "full"
+    data_dir: Path | str,
+    subset: str,
+    *,
+    limit: int | None = None,
+    corpus: str = "full",
+    shuffle_corpus: int | None = None,
 ) -> Dataset:
     """Load one subset into the common schema.
 
@@ -382,6 +387,8 @@ def load_dataset(
     corpus : {"full", "own"}
         ``full`` (default): the whole corpus of the subset. ``own``: only the
         passages shipped with the kept questions (fast smoke tests).
+    shuffle_corpus : int, optional
+        Shuffle the corpus with this seed before indexing (:meth:`Dataset.shuffled`).
 
     Returns
     -------
@@ -402,7 +409,7 @@ def load_dataset(
     else:
         raise ConfigError(f"unknown subset {subset!r}; available: {', '.join(available_subsets())}")
     ds = ds.head(limit)
-    return ds.restricted() if corpus == "own" else ds
+    return (ds.restricted() if corpus == "own" else ds).shuffled(shuffle_corpus)
 
 
 __all__ = ["SUBSETS", "available_subsets", "load_dataset", "parse_options"]

@@ -223,6 +223,7 @@ def run_eval(
     embedder: str | None = None,
     embed_titles: bool = True,
     corpus: str = "full",
+    shuffle_corpus: int | None = None,
     answer_k: int | None = None,
     builders: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
@@ -258,6 +259,9 @@ def run_eval(
         Embed passages as ``"title\ntext"`` (the default) or as text only.
     corpus : {"full", "own"}
         ``own`` restricts the corpus to the evaluated questions' own passages.
+    shuffle_corpus : int, optional
+        Index the corpus in a random order drawn from this seed (its own cached index),
+        so that no method can score from the benchmark's passage order.
     answer_k : int, optional
         ``k`` passed to ``RAG.query`` for answers (default: the method's own).
     builders : dict, optional
@@ -289,7 +293,7 @@ def run_eval(
     progress = progress or NullProgress()
     out = Path(out_dir)
     cache = Path(cache_dir) if cache_dir is not None else out / ".index-cache"
-    ds = load_dataset(data_dir, subset, limit=limit, corpus=corpus)
+    ds = load_dataset(data_dir, subset, limit=limit, corpus=corpus, shuffle_corpus=shuffle_corpus)
     index_dir = index_dir_for(cache, ds, embedder, llm)
     fresh = not (index_dir / "manifest.json").exists()
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -334,6 +338,7 @@ def run_eval(
             "subset": subset,
             "name": ds.name,
             "corpus": corpus,
+            "shuffle_corpus": shuffle_corpus,
             "n_questions": len(ds.questions),
             "n_passages": len(ds.passages),
             "has_gold": ds.has_gold,

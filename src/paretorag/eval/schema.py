@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..ingest import doc_id_for
 from ..types import Document
@@ -167,6 +169,20 @@ class Dataset:
             )
         passages = [p for p in self.passages if p.key in keep]
         return replace(self, name=f"{self.name}-own", passages=passages)
+
+    def shuffled(self, seed: int | None) -> Dataset:
+        """The corpus in a random order (``seed``), questions unchanged; None keeps the order.
+
+        Benchmark corpora list each question's passages together, so anything that links
+        neighbouring passages (adjacency edges, a summary tree over consecutive chunks) can
+        score from the order alone; a shuffled corpus shows whether a figure depends on it.
+        The corpus fingerprint hashes the order, so a shuffled corpus gets its own index.
+        """
+        if seed is None:
+            return self
+        order = np.random.default_rng(seed).permutation(len(self.passages))
+        meta = {**self.meta, "shuffle_corpus": seed}
+        return replace(self, passages=[self.passages[int(i)] for i in order], meta=meta)
 
 
 def unique_passages(passages: Iterable[Passage]) -> list[Passage]:

@@ -12,6 +12,7 @@ from .base import (
     Retrieval,
     available_methods,
     get_method,
+    recommended_method,
     register,
     register_preset,
 )
@@ -29,6 +30,7 @@ _MODULES = (
     "paretorag.methods.hipporag2",
     "paretorag.methods.ea_graphrag",
     "paretorag.methods.walk",
+    "paretorag.methods.fusion",
 )
 
 
@@ -46,6 +48,7 @@ __all__ = [
     "Retrieval",
     "available_methods",
     "get_method",
+    "recommended_method",
     "register",
     "register_preset",
 ]

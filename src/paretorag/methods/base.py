@@ -39,6 +39,7 @@ class Method(Params):
     structures: ClassVar[tuple[str, ...]] = ()
     query_llm: ClassVar[bool] = False
     generation: ClassVar[str] = "direct"  # or "map-reduce" (§6.3)
+    recommended: ClassVar[bool] = False  # exactly one method: the default of query, serve and the web page
 
     def operators(self) -> list[Operator]:
         """The registered operators this method composes (what ``methods --table`` shows)."""
@@ -71,6 +72,7 @@ class Method(Params):
             "uses_llm": self.uses_llm,
             "needs_generative": self.needs_generative,
             "generation": self.generation,
+            "recommended": self.recommended,
             "params": {
                 k: v
                 for k, v in self.get_params(deep=False).items()
@@ -128,6 +130,17 @@ def get_method(name: str, **params: Any) -> Method:
     return method
 
 
+def recommended_method() -> str:
+    """The name of the one method marked ``recommended`` (what ``query`` and ``serve`` use by default)."""
+    from . import _load_all
+
+    _load_all()
+    names = [name for name, spec in METHODS.items() if spec.cls.recommended and not spec.preset]
+    if len(names) != 1:
+        raise ConfigError(f"exactly one method must be recommended, found {names or 'none'}")
+    return names[0]
+
+
 def available_methods() -> list[str]:
     from . import _load_all
 
@@ -144,6 +157,7 @@ __all__ = [
     "Retrieval",
     "available_methods",
     "get_method",
+    "recommended_method",
     "register",
     "register_preset",
 ]

@@ -27,6 +27,7 @@ _MODULES = (
     "paretorag.operators.hipporag2",
     "paretorag.operators.routing",
     "paretorag.operators.walk",
+    "paretorag.operators.fusion",
 )
 
 

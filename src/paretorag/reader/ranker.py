@@ -13,8 +13,6 @@ answer is withheld below the threshold chosen on the training questions.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from dataclasses import dataclass
 from importlib import resources
@@ -24,7 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigError, IndexFormatError, MissingDependencyError
+from ..errors import ConfigError
+from ..lgbm import load_booster, predict, read_json
 from .candidates import FEATURES
 
 MODEL_FILE = "ranker.txt"
@@ -56,15 +55,7 @@ class Ranker:
         """The probability that each row is the answer."""
         if not len(x):
             return np.zeros(0)
-        return np.asarray(self.booster.predict(x, num_threads=1), dtype=np.float64)
-
-
-def _lightgbm() -> Any:
-    try:
-        import lightgbm
-    except ImportError as exc:
-        raise MissingDependencyError("the reader's ranker needs LightGBM: pip install lightgbm") from exc
-    return lightgbm
+        return predict(self.booster, x)
 
 
 def _folder(folder: Path | str | None) -> Path:
@@ -81,10 +72,7 @@ def read_meta(folder: Path | str | None = None) -> dict[str, Any]:
             f"no reader model in {path} (need {MODEL_FILE} and {META_FILE}); "
             "run `paretorag train-reader --out DIR` to make one"
         )
-    try:
-        meta: dict[str, Any] = json.loads(meta_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise IndexFormatError(f"{meta_file} is not valid JSON ({exc}); train the reader again") from exc
+    meta = read_json(meta_file, "paretorag train-reader --data ../shared/data --out DIR")
     if meta.get("features") != list(FEATURES):
         raise ConfigError(
             f"{path}: the reader model was trained on other features than this version computes; "
@@ -101,14 +89,12 @@ def load(folder: Path | str | None = None) -> Ranker:
         if hit is not None:
             return hit
         meta = read_meta(path)
-        model, meta_file = path / MODEL_FILE, path / META_FILE
-        text = model.read_text(encoding="utf-8")
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        if meta.get("sha256") and meta["sha256"] != digest:
-            raise IndexFormatError(
-                f"{model} does not match the sha256 in {meta_file}; train the reader again"
-            )
-        booster = _lightgbm().Booster(model_str=text)
+        booster = load_booster(
+            path / MODEL_FILE,
+            meta.get("sha256"),
+            "the reader's ranker",
+            "paretorag train-reader --data ../shared/data --out DIR",
+        )
         ranker = _LOADED[str(path)] = Ranker(booster, meta, path)
         return ranker
 

@@ -51,7 +51,9 @@ class QueryBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(description="The question.", examples=["Who directed the film?"])
-    method: str = Field("vanilla", description="A method from GET /methods.")
+    method: str | None = Field(
+        None, description="A method from GET /methods (default: the recommended one where it is built)."
+    )
     k: int | None = Field(None, description="Passages to retrieve (the method's default if omitted).")
     context_only: bool = Field(False, description="Retrieve only; no answer (no LLM call).")
     budget: int | None = Field(None, description="Context budget in tokens.")
@@ -319,7 +321,7 @@ def create_app(
                 f"budget must be between 1 and {lim.max_budget} tokens, got {body.budget}",
                 field="budget",
             )
-        if body.method not in available_methods():
+        if body.method is not None and body.method not in available_methods():
             raise APIError(
                 400,
                 f"unknown method {body.method!r}; "
@@ -370,7 +372,8 @@ def create_app(
         rag = service.pool.acquire()
         try:
             t0 = time.perf_counter()
-            retrieval, items = rag.retrieve(body.question, body.method, k=body.k, budget=body.budget)
+            method = body.method or rag.default_method()
+            retrieval, items = rag.retrieve(body.question, method, k=body.k, budget=body.budget)
             retrieval_s = time.perf_counter() - t0
         except BaseException:
             service.pool.release(rag)
@@ -386,7 +389,7 @@ def create_app(
                         body.question,
                         retrieval,
                         items,
-                        method=body.method,
+                        method=method,
                         budget=body.budget,
                         context_only=body.context_only,
                         retrieval_seconds=retrieval_s,
@@ -404,7 +407,7 @@ def create_app(
                 yield _sse(
                     "contexts",
                     {
-                        "method": body.method,
+                        "method": method,
                         "mode": retrieval.mode,
                         "branch": retrieval.branch,
                         "contexts": [c.to_json() for c in ctx.items],
@@ -575,6 +578,7 @@ def create_app(
                     "uses_llm": row.get("uses_llm", False),
                     "paper": row.get("paper", ""),
                     "doc": row.get("doc", ""),
+                    "recommended": bool(row.get("recommended", False)),
                 }
             )
         return {"methods": rows}

@@ -54,19 +54,23 @@ async function loadMethods() {
   if (!resp.ok) { show($("error"), "methods: " + (await errorText(resp))); return; }
   show($("error"), "");
   const sel = $("method");
-  const current = sel.value || "vanilla";
+  const current = sel.value;
   sel.textContent = "";
   const { methods } = await resp.json();
-  methods.sort((a, b) => (b.available - a.available) || a.name.localeCompare(b.name));
+  methods.sort((a, b) => (b.available - a.available) || (b.recommended - a.recommended) || a.name.localeCompare(b.name));
   for (const m of methods) {
     const opt = document.createElement("option");
     opt.value = m.name;
-    opt.textContent = m.available ? m.name : `${m.name} (not built)`;
+    const label = m.recommended ? `${m.name} (recommended)` : m.name;
+    opt.textContent = m.available ? label : `${label} (not built)`;
     opt.disabled = !m.available;
     opt.title = m.doc || "";
     sel.appendChild(opt);
   }
-  sel.value = methods.some((m) => m.name === current && m.available) ? current : "vanilla";
+  // the recommended method where it is built, as `paretorag query` without --method
+  const rec = methods.find((m) => m.recommended && m.available);
+  const first = methods.find((m) => m.available);
+  sel.value = methods.some((m) => m.name === current && m.available) ? current : (rec || first || { name: "vanilla" }).name;
 }
 
 // -- asking -------------------------------------------------------------------
@@ -138,7 +142,7 @@ async function ask(ev) {
   show($("error"), "");
   const body = {
     question: $("question").value,
-    method: $("method").value || "vanilla",
+    method: $("method").value || undefined,
     context_only: $("context-only").checked,
   };
   if ($("k").value) body.k = Number($("k").value);
