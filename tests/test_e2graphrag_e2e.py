@@ -99,3 +99,14 @@ def test_cli_index_and_query(story: tuple[Path, list[str]], tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["method"] == "e2graphrag" and data["mode"] in ("local", "global") and data["contexts"]
+
+
+def test_items_follow_the_ranking_so_recall_and_context_recall_judge_one_order(
+    rag: RAG, story: tuple[Path, list[str]]
+) -> None:
+    for q in story[1]:
+        retrieval, items = rag.retrieve(q, method="e2graphrag")
+        if retrieval.mode != "local":
+            continue
+        # an item's score is 1 / (1 + the best rank among its nodes)
+        assert [it.score for it in items] == sorted((it.score for it in items), reverse=True)

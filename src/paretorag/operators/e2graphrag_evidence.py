@@ -234,8 +234,9 @@ class EvidenceFormat(Operator):
     """Retrieved tree nodes as E2GraphRAG's evidence (end of §3.2), within the budget.
 
     Reads the ``"node"`` result (best first), groups the nodes under the query
-    entities they contain, merges adjacent chunks, and sets ``state.items`` and
-    ``state.context_text``; produces the retrieved chunk rows.
+    entities they contain, merges adjacent chunks, and sets ``state.context_text`` (the
+    grouped evidence) and ``state.items`` (the same passages in ranking order, so that
+    recall and context recall judge one order); produces the retrieved chunk rows.
     """
 
     name = "e2graphrag.evidence"
@@ -282,6 +283,9 @@ class EvidenceFormat(Operator):
                     if p.merged:  # one context holding several chunks says so
                         cid = f"{p.doc_id}#{p.orders[0]}-{p.orders[1]}"
                 items.append(ContextItem(cid, p.doc_id, p.label, p.text, float(1.0 / (1.0 + j)), ntok, r0))
+        # one order: the items (what CR@k and the citations read) follow the node ranking, as
+        # the chunk rows do (what R@k reads); the grouped evidence text keeps the paper's format
+        items.sort(key=lambda it: -it.score)
         state.items = items
         # a single passage over the budget: let the context packer cut it (numbered format)
         state.context_text = format_evidence(groups) if fits else None
