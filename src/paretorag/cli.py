@@ -421,11 +421,13 @@ def inspect(
         out.print("[dim]document ids: paretorag inspect --index DIR --documents[/]")
 
 
-def _print_catalog(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
+def _print_catalog(
+    rows: list[dict[str, Any]], as_json: bool, columns: list[str], caption: str | None = None
+) -> None:
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n")
         return
-    t = Table(*columns)
+    t = Table(*columns, caption=caption)
     for row in rows:
         t.add_row(
             *(
@@ -471,8 +473,9 @@ def methods(
         steps = row.get("steps")
         row["steps"] = [f"{s['step']}={s['operator']}" for s in steps] if steps else row.get("preset", "")
         if row.get("recommended") and not as_json:
-            row["name"] = f"{row['name']} (recommended)"
-    _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"])
+            row["name"] = f"* {row['name']}"
+    caption = "* recommended: what query, serve and the web page use when no method is given"
+    _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"], caption)
 
 
 def _loopback(host: str) -> bool:

