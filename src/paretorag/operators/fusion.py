@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
 
 from ..graphs.bm25 import STRUCTURE as BM25_STRUCTURE
 from ..kernels.rank import top_k
@@ -273,6 +274,21 @@ def _links(corpus: CorpusText, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.fl
     return links
 
 
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def one_blas_thread() -> Any:
+    """A context in which numpy's BLAS runs on one thread.
+
+    The products here are tens of rows; with more threads, OpenBLAS's workers spin after
+    each one and take the cores from the next query's embedding (on two cores the query
+    took twice as long).
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
 def _bipartite(index: IndexView) -> sp.csr_matrix:
     return idf_bipartite(load_graph(index, "entity_graph")).tocsr()
 
@@ -364,9 +380,11 @@ class ChunkLearnedFusion(Operator):
         if not len(dense):
             return dense
         ranker = load(self.model)
-        cands = gather(index, state.question, state.vector(index), dense, state.get(self.walk))
-        first = ranker.first.predict(cands.first)
-        final = ranker.second.predict(second_hop(cands, first))
+        query_vector = state.vector(index)
+        with one_blas_thread():
+            cands = gather(index, state.question, query_vector, dense, state.get(self.walk))
+            first = ranker.first.predict(cands.first)
+            final = ranker.second.predict(second_hop(cands, first))
         state.info["fusion_candidates"] = int(cands.rows.size)
         return top_k(final, k, "chunk", rows=cands.rows)
 
