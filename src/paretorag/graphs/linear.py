@@ -279,44 +279,75 @@ class LinearGraph(Builder):
         ent_vec = ctx.embedder.embed(parts.entities) if parts.entities else np.zeros((0, dim), np.float32)
         sent_vec = ctx.embedder.embed(parts.sentences) if parts.sentences else np.zeros((0, dim), np.float32)
         seconds_embed = time.perf_counter() - t1
-        graph = Graph(
-            names=parts.entities,
-            kinds=["entity"] * len(parts.entities),
-            adjacency=sp.csr_matrix((len(parts.entities), len(parts.entities)), dtype=np.int32),
-            node_chunks=parts.counts,
-            node_vectors=np.asarray(ent_vec, dtype=np.float32),
-        )
-        src, dst = parts.adjacent
-        arrays: dict[str, np.ndarray] = {
-            "sentence_vectors": np.asarray(sent_vec, dtype=np.float32),
-            "sentence_entity_indptr": parts.sentence_entities.indptr.astype(np.int64),
-            "sentence_entity_indices": parts.sentence_entities.indices.astype(np.int32),
-            "adjacent_src": src,
-            "adjacent_dst": dst,
-            "adjacent_weight": np.ones(src.size, dtype=np.float32),
-        }
-        arrays["sentence_utf8"], arrays["sentence_offsets"] = pack_texts(parts.sentences)
-        stats = {
+        stats: dict[str, Any] = {
             "entities": len(parts.entities),
             "sentences": len(parts.sentences),
-            "passage_entity_edges": int(parts.counts.nnz),
-            "adjacent_edges": int(src.size),
+            "adjacent_edges": int(parts.adjacent[0].size),
             "spacy_tokens": n_tokens,
             "spacy_seconds": round(seconds_nlp, 4),
             "embed_seconds": round(seconds_embed, 4),
             "chunks_extracted": len(todo),
             "chunks_from_cache": len(texts) - len(todo),
+            "passage_entity_edges": int(parts.counts.nnz),
         }
-        meta = {
-            "n_chunks": len(texts),
-            "model": MODEL,
-            "skip_labels": list(skip),
-            "adjacent": adjacent,
-            "titles": bool(ctx.embed_titles),
-            "stats": stats,
-            "summary": {"sentences": len(parts.sentences), "adjacent_edges": int(src.size)},
-        }
-        return graph_to_structure(graph, meta=meta, arrays=arrays)
+        return trigraph_structure(
+            parts,
+            ent_vec,
+            sent_vec,
+            adjacent=adjacent,
+            skip_labels=skip,
+            titles=bool(ctx.embed_titles),
+            stats=stats,
+        )
+
+
+def trigraph_structure(
+    parts: TriGraphParts,
+    entity_vectors: np.ndarray,
+    sentence_vectors: np.ndarray,
+    *,
+    adjacent: bool | None = None,
+    skip_labels: Sequence[str] = SKIP_LABELS,
+    titles: bool = True,
+    stats: dict[str, Any] | None = None,
+) -> StructureData:
+    """The ``linear_graph`` structure of assembled NER output and its vectors (see the module).
+
+    ``titles`` says which passage texts the entities were found in
+    (``ChunkTable.embedded_texts(titles)``); the query counts occurrences in the same texts.
+    """
+    n_e = len(parts.entities)
+    graph = Graph(
+        names=parts.entities,
+        kinds=["entity"] * n_e,
+        adjacency=sp.csr_matrix((n_e, n_e), dtype=np.int32),
+        node_chunks=parts.counts,
+        node_vectors=np.asarray(entity_vectors, dtype=np.float32),
+    )
+    if np.asarray(sentence_vectors).shape[0] != len(parts.sentences):
+        raise ConfigError(
+            f"got {len(sentence_vectors)} sentence vectors for {len(parts.sentences)} sentences"
+        )
+    src, dst = parts.adjacent
+    arrays: dict[str, np.ndarray] = {
+        "sentence_vectors": np.asarray(sentence_vectors, dtype=np.float32),
+        "sentence_entity_indptr": parts.sentence_entities.indptr.astype(np.int64),
+        "sentence_entity_indices": parts.sentence_entities.indices.astype(np.int32),
+        "adjacent_src": src,
+        "adjacent_dst": dst,
+        "adjacent_weight": np.ones(src.size, dtype=np.float32),
+    }
+    arrays["sentence_utf8"], arrays["sentence_offsets"] = pack_texts(parts.sentences)
+    meta = {
+        "n_chunks": int(parts.counts.shape[1]),
+        "model": MODEL,
+        "skip_labels": list(skip_labels),
+        "adjacent": bool(src.size) if adjacent is None else bool(adjacent),  # the builder's setting
+        "titles": titles,  # the passage texts are ChunkTable.embedded_texts(titles)
+        "stats": stats or {},
+        "summary": {"sentences": len(parts.sentences), "adjacent_edges": int(src.size)},
+    }
+    return graph_to_structure(graph, meta=meta, arrays=arrays)
 
 
 def sentence_texts(data: StructureData) -> list[str]:
@@ -324,4 +355,12 @@ def sentence_texts(data: StructureData) -> list[str]:
     return unpack_texts(data.arrays["sentence_utf8"], data.arrays["sentence_offsets"])
 
 
-__all__ = ["STRUCTURE", "LinearGraph", "TriGraph", "TriGraphParts", "assemble", "sentence_texts"]
+__all__ = [
+    "STRUCTURE",
+    "LinearGraph",
+    "TriGraph",
+    "TriGraphParts",
+    "assemble",
+    "sentence_texts",
+    "trigraph_structure",
+]
