@@ -131,6 +131,11 @@ def test_seeds_bonus_and_passage_weights() -> None:
     rows, counts = occ("paris")
     assert rows.tolist() == [0] and counts.tolist() == [3]
     assert occ("france")[0].tolist() == [1] and occ("absent")[0].size == 0
+    texts = ["aaaa", "xaax", "a", ""]  # non-overlapping, as str.count; never across two passages
+    rows, counts = Occurrences(texts)("aa")
+    assert dict(zip(rows.tolist(), counts.tolist(), strict=True)) == {
+        i: t.count("aa") for i, t in enumerate(texts) if t.count("aa")
+    }
     bonus = entity_bonus({0: (0.9, 1), 1: (0.6, 2)}, ["Paris", "France"], occ, 3)
     np.testing.assert_allclose(bonus, [0.9 * np.log(4), 0.6 * np.log(2) / 2, 0.0])
     w = passage_weights(np.array([0.2, 0.6, 1.0]), bonus, ratio=1.5, node_weight=0.05)

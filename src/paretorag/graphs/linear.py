@@ -146,6 +146,10 @@ class TriGraph:
                 f"this structure is not a {STRUCTURE!r}; rebuild it with `paretorag index ... --methods linearrag`"
             )
         graph = graph_from_structure(data)
+        if graph.node_vectors is None:
+            raise IndexFormatError(
+                f"this {STRUCTURE!r} has no entity vectors; rebuild it with `paretorag index ... --methods linearrag`"
+            )
         n_s = int(a["sentence_vectors"].shape[0])
         incidence = sp.csr_matrix(
             (
@@ -168,6 +172,11 @@ class TriGraph:
     @property
     def n_entities(self) -> int:
         return self.graph.n_nodes
+
+    @property
+    def entity_vectors(self) -> np.ndarray:
+        """The entity vectors (float32, one row per entity; checked on load)."""
+        return np.asarray(self.graph.node_vectors, dtype=np.float32)
 
     @property
     def n_passages(self) -> int:

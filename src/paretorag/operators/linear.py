@@ -281,7 +281,7 @@ class ChunkLinearPPR(Operator):
         ents = question_entities(state.question, skip=tri.skip_labels) if tri.n_entities else []
         if not ents or n_passages == 0:
             return index.dense_search(q, k)
-        seeds = seed_entities(tri.graph.node_vectors, index.embed(ents))  # type: ignore[arg-type]
+        seeds = seed_entities(tri.entity_vectors, index.embed(ents))
         sent_vectors = tri.sentence_vectors
         q32 = np.asarray(q, dtype=np.float32).reshape(-1)
         weights, activated = semantic_bridge(
