@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from paretorag.errors import MissingStructureError
 from paretorag.graph import Communities, Edges, Graph
 from paretorag.graphs.bm25 import build_bm25
+from paretorag.graphs.linear import assemble, trigraph_structure
 from paretorag.kernels.rank import vector_top_k
 from paretorag.kernels.tfidf import fit_tfidf
 from paretorag.providers.base import Request
@@ -165,6 +166,18 @@ def raptor_tree() -> Graph:
     )
 
 
+def linear_graph() -> StructureData:
+    """LinearRAG's Tri-Graph of the six texts, from hand-made NER (the question's NER is spaCy's)."""
+    per_passage = []
+    for text in TEXTS:
+        sents = [s.strip() + "." for s in text.split(".") if s.strip()]
+        per_passage.append([(s, [n for n in NAMES if n in s]) for s in sents if any(n in s for n in NAMES)])
+    parts = assemble(per_passage, TEXTS, adjacent=True)
+    return trigraph_structure(
+        parts, EMBEDDER.embed(parts.entities), EMBEDDER.embed(parts.sentences), titles=False
+    )
+
+
 def structures() -> dict[str, StructureData]:
     return {
         "kg": graph_to_structure(knowledge_graph()),
@@ -176,6 +189,7 @@ def structures() -> dict[str, StructureData]:
         "bm25": build_bm25(TEXTS),
         "fact_graph": graph_to_structure(knowledge_graph()),  # HippoRAG 2's: facts + occurrence
         "entity_graph": graph_to_structure(knowledge_graph()),  # the walk reads its occurrences only
+        "linear_graph": linear_graph(),
     }
 
 

@@ -21,6 +21,7 @@ _MODULES = (
     "paretorag.graphs.bm25",
     "paretorag.graphs.core_kg",
     "paretorag.graphs.fact_graph",
+    "paretorag.graphs.linear",
 )
 
 

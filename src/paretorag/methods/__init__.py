@@ -31,6 +31,7 @@ _MODULES = (
     "paretorag.methods.ea_graphrag",
     "paretorag.methods.walk",
     "paretorag.methods.fusion",
+    "paretorag.methods.linear",
 )
 
 

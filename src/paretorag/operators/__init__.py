@@ -28,6 +28,7 @@ _MODULES = (
     "paretorag.operators.routing",
     "paretorag.operators.walk",
     "paretorag.operators.fusion",
+    "paretorag.operators.linear",
 )
 
 
