@@ -1,5 +1,6 @@
 # paretorag: two commands on a fresh machine.
 #   make demo            set up .venv and index this project's documentation, then ask it two questions
+#                        (with the recommended method, fusion)
 #   make test            set up .venv with dev tools, then lint, type-check and run the whole suite
 #   make test-llamacpp   also install the llamacpp extra (builds llama-cpp-python, ~15 min) and run its test
 #   make browser         install Chromium and chromedriver from Debian's packages (for the web page's test)
@@ -42,9 +43,9 @@ setup-dev: $(DEVSTAMP)
 
 demo: setup
 	rm -rf demo-index
-	$(BIN)/paretorag index README.md docs --index demo-index --methods vanilla,entity-walk
-	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index --method entity-walk -k 3
-	$(BIN)/paretorag query "Why does the index survive a crash?" --index demo-index --method entity-walk -k 3
+	$(BIN)/paretorag index README.md docs --index demo-index --methods fusion
+	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index -k 3
+	$(BIN)/paretorag query "Why does the index survive a crash?" --index demo-index -k 3
 
 # the web page's test drives a real headless Chromium from Debian's packages (no browser download)
 browser:

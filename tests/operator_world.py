@@ -225,6 +225,9 @@ class StubIndex:
     def dense_search(self, query_vector: FloatArray, k: int) -> Scored:
         return vector_top_k(self.vectors, query_vector, k, "chunk")
 
+    def chunk_vectors(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.vectors[rows], dtype=np.float32)
+
     def structure(self, name: str) -> StructureData:
         if name not in self.structures:
             raise MissingStructureError(f"structure {name!r} must be built before it is used")
@@ -253,7 +256,7 @@ QUESTION = "Where was Marie Curie born?"
 
 def prepared_state(question: str = QUESTION, options: QueryOptions | None = None) -> State:
     """A state as earlier steps leave it: terms, keywords, entities, relations, paths, and
-    two chunk rankings stored under step names ("dense", "sparse") for fusion."""
+    three chunk rankings stored under step names ("dense", "sparse", "walk") for fusion."""
     state = State(question, options or QueryOptions())
     state.terms = ["Marie Curie", "Warsaw"]
     state.info["keywords"] = ["birthplace"]
@@ -265,6 +268,7 @@ def prepared_state(question: str = QUESTION, options: QueryOptions | None = None
     state.info["paths_graph"] = "kg"
     state.put("dense", Scored(np.array([0, 3, 1]), np.array([0.9, 0.7, 0.5]), "chunk"))
     state.put("sparse", Scored(np.array([2, 0]), np.array([3.0, 1.0]), "chunk"))
+    state.put("walk", Scored(np.array([3, 2]), np.array([0.4, 0.1]), "chunk"))
     return state
 
 
