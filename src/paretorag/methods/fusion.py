@@ -13,6 +13,9 @@ Three steps (:mod:`paretorag.operators.fusion`):
    model, then scores each against the first stage's best three passages (their titles,
    shared rare names and what the question asks beyond them) with a second model.
 
+On a corpus of long documents (fewer than half of the chunks are whole documents) the
+ranker, trained on passage corpora, is not used: ``fusion`` is then ``entity-walk``.
+
 Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call.
 Query cost: one query embedding, one dense search, one BM25 scoring, one PPR walk and two
 LightGBM predictions over about 70 rows.
@@ -49,7 +52,12 @@ class Fusion(Pipeline):
         ]
 
     def _branch(self, state: State) -> str:
-        return f"learned fusion of {state.info.get('fusion_candidates', 0)} candidates"
+        n = state.info.get("fusion_candidates", 0)
+        return (
+            f"learned fusion of {n} candidates"
+            if n
+            else "the entity walk's order (a corpus of long documents)"
+        )
 
 
 __all__ = ["Fusion"]

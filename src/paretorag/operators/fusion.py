@@ -22,7 +22,11 @@ in two stages over one candidate set:
    multi-hop questions without an LLM: the first hop's passages name the bridge entity,
    and the passage about that entity is found by its title and shared names.
 
-No feature reads the corpus order, so a shuffled corpus ranks the same. The models were
+No feature reads the corpus order, so a shuffled corpus ranks the same. The models learned
+from passage corpora (one short passage per document); on a corpus of long documents,
+where fewer than half of the chunks are whole documents, the operator keeps the entity
+walk's order: there the ranker lost to dense retrieval (answer-in-context@5 on nq_leval
+82.1 against 88.1), and the walk matched it. The models were
 trained on the train splits only (``musique_train``, ``hotpotqa_train``, the 2Wiki
 question set disjoint from its dev file, ``popqa[400:]``) by ``paretorag train-ranker``
 (:mod:`paretorag.training.ranker`); the shipped pair lives in ``paretorag/data/ranker/``.
@@ -31,6 +35,7 @@ question set disjoint from its dev file, ``popqa[400:]``) by ``paretorag train-r
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +88,8 @@ SECOND_HOP = (
     "residual12_similarity",
 )
 CANDIDATES = 30  # from each ranking
+# below this share of whole-document chunks (a corpus of long pages), the walk's order is kept
+MIN_PASSAGE_SHARE = 0.5
 DENSE_DEPTH = 50  # dense ranks beyond the candidates still inform dense_rank
 MISSING_DENSE_RANK, MISSING_WALK_RANK, MISSING_BM25_RANK = 60, 40, 1000
 
@@ -140,18 +147,30 @@ def normalize(text: str) -> str:
 
 @dataclass
 class CorpusText:
-    """Per-index normalized titles and texts, and their word sets (built once per index)."""
+    """Per-index normalized titles and texts, and their word sets (built once per index).
+
+    A chunk of a document split into several chunks has no title here: every chunk of a
+    long page would otherwise match the page's title, which says nothing about the chunk.
+    """
 
     titles: list[str]
     texts: list[str]
     title_words: list[frozenset[str]]
     text_words: list[frozenset[str]]
     lengths: npt.NDArray[np.float32]
+    passage_share: float  # the share of chunks that are whole documents
 
     @classmethod
     def of(cls, index: IndexView) -> CorpusText:
         def build() -> CorpusText:
-            titles = [normalize(t) for t in index.chunks.titles]
+            # a title names a passage only when the chunk is its whole document (as in the
+            # chunk vectors, ChunkTable.embedded_texts): the chunks of a long page share it
+            chunks = index.chunks
+            per_doc = Counter(chunks.doc_ids)
+            titles = [
+                normalize(t) if per_doc[d] == 1 else " "
+                for d, t in zip(chunks.doc_ids, chunks.titles, strict=True)
+            ]
             texts = [normalize(t) for t in index.chunks.texts]
             return cls(
                 titles,
@@ -159,6 +178,7 @@ class CorpusText:
                 [frozenset(t.split()) - STOP for t in titles],
                 [frozenset(t.split()) for t in texts],
                 np.array([len(t.split()) for t in texts], dtype=np.float32),
+                sum(1 for d in chunks.doc_ids if per_doc[d] == 1) / max(len(chunks.doc_ids), 1),
             )
 
         corpus: CorpusText = index.cached("fusion:corpus_text", build)
@@ -355,6 +375,9 @@ class ChunkLearnedFusion(Operator):
         Passages returned (5).
     model : str, optional
         Folder of a model pair written by ``paretorag train-ranker`` (default: the shipped one).
+
+    On an index where fewer than ``MIN_PASSAGE_SHARE`` of the chunks are whole documents
+    (long pages cut into chunks), the ``walk`` ranking is returned as it is.
     """
 
     name = "chunk.learned_fusion"
@@ -379,10 +402,15 @@ class ChunkLearnedFusion(Operator):
         dense = state.get(self.dense)
         if not len(dense):
             return dense
+        walk = state.get(self.walk)
+        if CorpusText.of(index).passage_share < MIN_PASSAGE_SHARE:
+            # chunks of long documents: the ranker learned passages; the walk's order stands
+            state.info["fusion_candidates"] = 0
+            return top_k(np.asarray(walk.scores), k, "chunk", rows=np.asarray(walk.ids))
         ranker = load(self.model)
         query_vector = state.vector(index)
         with one_blas_thread():
-            cands = gather(index, state.question, query_vector, dense, state.get(self.walk))
+            cands = gather(index, state.question, query_vector, dense, walk)
             first = ranker.first.predict(cands.first)
             final = ranker.second.predict(second_hop(cands, first))
         state.info["fusion_candidates"] = int(cands.rows.size)
