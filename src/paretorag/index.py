@@ -40,6 +40,7 @@ from .providers.base import LLM, Embedder, Tokenizer
 from .providers.counting import ModelCalls, counting, record
 from .providers.embedders import embed_with_spans
 from .providers.nlp_workers import stop_all as stop_workers
+from .providers.notices import run_in_context
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
@@ -507,7 +508,7 @@ class IndexWriter:
             while pending:
                 for n in pending:  # start every builder whose inputs are built
                     if n not in running.values() and all(d in built for d in builder_class(n).requires):
-                        running[pool.submit(self._build_one, builders[n], chunks, built)] = n
+                        running[pool.submit(run_in_context(self._build_one), builders[n], chunks, built)] = n
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     del running[fut]
