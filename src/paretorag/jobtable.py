@@ -126,13 +126,15 @@ class JobTable:
         detail: dict[str, Any],
         inputs: dict[str, Any],
         docs: list[Document] | None = None,
+        *,
+        created: float | None = None,
     ) -> None:
         """Store an accepted job and its documents in one transaction."""
         self._ensure()
         with self.store.transaction() as c:
             c.execute(
                 "INSERT INTO jobs(job_id,kind,state,detail,input,created) VALUES (?,?,?,?,?,?)",
-                (job_id, kind, "queued", json.dumps(detail), json.dumps(inputs), time.time()),
+                (job_id, kind, "queued", json.dumps(detail), json.dumps(inputs), created or time.time()),
             )
             c.executemany(
                 "INSERT INTO job_documents(job_id,ord,title,text,source,presplit,doc_id) VALUES (?,?,?,?,?,?,?)",

@@ -186,7 +186,7 @@ class Writer:
         if resumed is not None:
             job.created, job.resumed = resumed.created, True
         elif self._table is not None:
-            self._table.create(job.id, kind, detail, inputs or {}, docs)
+            self._table.create(job.id, kind, detail, inputs or {}, docs, created=job.created)
         with self._lock:
             self._jobs[job.id] = job
             while len(self._jobs) > MAX_JOBS_KEPT:  # forget the oldest finished ones
@@ -277,6 +277,8 @@ class Writer:
         """Record a stored job that cannot run (its input is gone) as failed, with the reason."""
         job = Job.from_record(rec)
         job.resumed = True
+        with self._lock:
+            self._jobs[job.id] = job
         self._record(job, ("failed", None, reason))
         return job
 

@@ -178,6 +178,7 @@ class Service:
         self.pool = ReaderPool(self._open_reader, readers, reader_wait_s)
         self._jobs_store = Store(self.root)  # the jobs table's own connection (request threads write it)
         self.jobs = JobTable(self._jobs_store)
+        self.jobs.prune(job_retention_s)  # finished jobs past their retention
         self.writer = Writer(
             self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
         )
