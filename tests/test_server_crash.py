@@ -26,8 +26,9 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
 
-from paretorag import RAG  # noqa: E402
-from paretorag.cancel import PAUSE_ENV  # noqa: E402
+from paretorag import RAG
+
+PAUSE_ENV = "PARETORAG_TEST_PAUSE_AT"  # paretorag.cancel.pause_point
 from paretorag.providers.embedders import HashEmbedder  # noqa: E402
 from paretorag.server import create_app  # noqa: E402
 

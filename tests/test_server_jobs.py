@@ -16,17 +16,17 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from paretorag import OpenAILLM  # noqa: E402
-from paretorag.jobtable import JobTable  # noqa: E402
-from paretorag.providers.http import JSONClient  # noqa: E402
-from paretorag.server import create_app  # noqa: E402
-from paretorag.server.jobs import Writer  # noqa: E402
-from paretorag.store import Store  # noqa: E402
+from paretorag import OpenAILLM
+from paretorag.jobtable import JobTable
+from paretorag.providers.http import JSONClient
+from paretorag.server import create_app
+from paretorag.server.jobs import Writer
+from paretorag.store import Store
 
-from .llm_server import ok_body, scripted_server  # noqa: E402
-from .server_util import build_index, sse_events, write_corpus  # noqa: E402
+from .llm_server import ok_body, scripted_server
+from .server_util import build_index, sse_events, write_corpus
 
 
 @pytest.fixture(scope="module")
