@@ -27,13 +27,12 @@ import pytest
 pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
 
 from paretorag import RAG
+from paretorag.providers.embedders import HashEmbedder
+from paretorag.server import create_app
+
+from .server_util import build_index, free_port, live_server, wait_healthy, write_corpus
 
 PAUSE_ENV = "PARETORAG_TEST_PAUSE_AT"  # paretorag.cancel.pause_point
-from paretorag.providers.embedders import HashEmbedder  # noqa: E402
-from paretorag.server import create_app  # noqa: E402
-
-from .server_util import build_index, free_port, live_server, wait_healthy, write_corpus  # noqa: E402
-
 POINTS = ["before-embedding", "mid-embedding", "before-commit"]
 N_RECORDS = 100  # two embedding batches of 64: "mid-embedding" falls between them
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -19,11 +19,9 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 from fastapi.testclient import TestClient
 
 from paretorag import OpenAILLM
-from paretorag.jobtable import JobTable
 from paretorag.providers.http import JSONClient
 from paretorag.server import create_app
 from paretorag.server.jobs import Writer
-from paretorag.store import Store
 
 from .llm_server import ok_body, scripted_server
 from .server_util import build_index, sse_events, write_corpus
@@ -58,6 +56,9 @@ def test_a_finished_job_answers_after_a_restart_until_its_retention_ends(index):
 
 
 def test_a_job_whose_input_is_gone_ends_failed_with_the_reason(index):
+    from paretorag.jobtable import JobTable
+    from paretorag.store import Store
+
     store = Store(index)
     table = JobTable(store)
     table.create("aaaaaaaaaaaaaaaa", "insert", {"files": ["notes.md"]}, {"source": "files", "files": {}})
