@@ -106,7 +106,7 @@ def test_waiting_names_the_lock_then_the_model_server_and_ends(tmp_path):
             look()
             return {"ok": True}
 
-        writer = Writer(lambda on_wait: SimpleNamespace(close=lambda: None))
+        writer = Writer(lambda on_wait: SimpleNamespace(close=lambda: None, notes=[]))
         job = writer.submit("insert", {}, work)
         assert job.done_event.wait(20) and job.state == "done", job.error
         writer.close()

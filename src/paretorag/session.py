@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from .errors import ConfigError, DamagedIndexError, IndexFormatError, InputError, ParetoragError
 from .index import CachedEmbedder, IndexWriter, LoadedIndex, structure_plan, vector_stem
 from .ingest import Problem, read_paths
-from .jobtable import ORIGINS_KEY, clear_origins, committed_doc_ids, describe_origins, note_origin
+from .jobtable import ORIGINS_KEY, JobTable, clear_origins, committed_doc_ids, describe_origins, note_origin
 from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, Manifest
 from .methods.base import get_method
@@ -173,6 +173,13 @@ class IndexSession:
     def _finishing(self, committed: set[str], live: set[str]) -> None:
         """Say so when an interrupted write left stored documents or deletes uncommitted
         (this write commits them)."""
+        for job in JobTable(self.store).unfinished():  # accepted by a server that stopped
+            if job.job_id in self.origin:  # the server's own job, running now
+                continue
+            self._note(
+                f"server job {job.job_id} ({job.kind}) is not finished; the next `paretorag serve "
+                f"--index {self.root}` resumes it"
+            )
         docs = len(live - committed)
         deletes = len(self.store.pending_deletes())
         if not docs and not deletes:

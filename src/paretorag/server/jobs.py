@@ -248,6 +248,7 @@ class Writer:
                 if self._rag is None:
                     self._rag = self._open_rag(self._on_wait)
                 self._rag.origin = f"server job {job.id} ({job.kind})"
+                self._rag.notes.clear()  # notes are per write; none are kept across jobs
                 with listening(self._on_wait):  # waits on a model server, in this job's threads
                     outcome = ("done", work(self._rag, JobProgress(job, self._lock)), None)
             except (ParetoragError, OSError) as exc:  # reported in the job; the writer goes on
