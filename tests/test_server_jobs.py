@@ -150,3 +150,36 @@ def test_api_docs_load_only_same_origin_assets(base_index):
                     assert "javascript" in r.headers["content-type"] and len(r.content) > 100_000
                 elif u.endswith(".css"):
                     assert r.headers["content-type"].startswith("text/css")
+
+
+def test_a_job_of_another_running_server_is_left_to_it(index):
+    import socket
+    import subprocess
+    import sys
+
+    from paretorag.jobtable import JobTable
+    from paretorag.store import Store
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        store = Store(index)
+        JobTable(store).create("cccccccccccccccc", "delete", {"doc_id": "x"}, {"doc_ids": ["x"]})
+        with store.transaction() as c:
+            c.execute("UPDATE jobs SET owner=?", (f"{socket.gethostname()}:{other.pid}",))
+        store.close()
+        app = create_app(index)
+        assert app.state.service.resumed == [
+            f"job cccccccccccccccc is run by the server {socket.gethostname()}:{other.pid}; not resumed here"
+        ]
+        with TestClient(app) as c:
+            assert c.get("/jobs/cccccccccccccccc").json()["state"] == "queued"
+    finally:
+        other.kill()
+        other.wait(10)
+    # once that server is gone, the next one resumes the job; the document is gone, as asked
+    with TestClient(create_app(index)) as c:
+        deadline = time.monotonic() + 20
+        while (body := c.get("/jobs/cccccccccccccccc").json())["state"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, body
+            time.sleep(0.05)
+    assert body["state"] == "done" and body["resumed"] and body["result"]["deleted"] == ["x"]

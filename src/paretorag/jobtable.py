@@ -22,6 +22,8 @@ left the work.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +51,8 @@ _TABLES = (
     finished REAL,
     baseline TEXT,
     result TEXT,
-    error TEXT
+    error TEXT,
+    owner TEXT
 )""",
     """CREATE TABLE IF NOT EXISTS job_documents (
     job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
@@ -62,7 +65,11 @@ _TABLES = (
     PRIMARY KEY (job_id, ord)
 )""",
 )
-_COLUMNS = "job_id, kind, state, detail, input, created, started, finished, baseline, result, error"
+_COLUMNS = "job_id, kind, state, detail, input, created, started, finished, baseline, result, error, owner"
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
@@ -80,6 +87,20 @@ class JobRecord:
     baseline: list[str] | None = None  # its documents already committed when it first ran
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    owner: str = ""  # host:pid of the server running it
+
+    def owner_alive(self) -> bool:
+        """Whether another server process on this host, still running, owns the job."""
+        host, _, pid = self.owner.rpartition(":")
+        if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # alive, another user's
+            return True
+        return True
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> JobRecord:
@@ -98,6 +119,7 @@ class JobRecord:
             baseline=js(row[8]),
             result=js(row[9]),
             error=js(row[10]),
+            owner=str(row[11] or ""),
         )
 
 
@@ -133,8 +155,16 @@ class JobTable:
         self._ensure()
         with self.store.transaction() as c:
             c.execute(
-                "INSERT INTO jobs(job_id,kind,state,detail,input,created) VALUES (?,?,?,?,?,?)",
-                (job_id, kind, "queued", json.dumps(detail), json.dumps(inputs), created or time.time()),
+                "INSERT INTO jobs(job_id,kind,state,detail,input,created,owner) VALUES (?,?,?,?,?,?,?)",
+                (
+                    job_id,
+                    kind,
+                    "queued",
+                    json.dumps(detail),
+                    json.dumps(inputs),
+                    created or time.time(),
+                    _me(),
+                ),
             )
             c.executemany(
                 "INSERT INTO job_documents(job_id,ord,title,text,source,presplit,doc_id) VALUES (?,?,?,?,?,?,?)",
@@ -143,6 +173,12 @@ class JobTable:
                     for i, d in enumerate(docs or [])
                 ],
             )
+
+    def claim(self, job_id: str) -> None:
+        """This process now owns a job another server accepted (and stopped before finishing)."""
+        self._ensure()
+        with self.store.transaction() as c:
+            c.execute("UPDATE jobs SET owner=? WHERE job_id=?", (_me(), job_id))
 
     def started(self, job_id: str, baseline: list[str] | None = None) -> None:
         """Mark a job running; the first run's ``baseline`` (and start time) are kept by re-runs."""

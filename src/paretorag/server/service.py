@@ -299,6 +299,10 @@ class Service:
         lines: list[str] = []
         unfinished = self.jobs.unfinished()
         for rec in unfinished:
+            if rec.owner_alive():  # another server on this index runs it
+                lines.append(f"job {rec.job_id} is run by the server {rec.owner}; not resumed here")
+                continue
+            self.jobs.claim(rec.job_id)
             try:
                 work, what = self._recover(rec)
             except InputError as exc:
