@@ -194,6 +194,10 @@ def test_sigkill_at_each_point_then_restart_ends_done_and_equal(tmp_path, base, 
         assert first["added"] == N_RECORDS and first["unchanged"] == 0
     else:
         assert first["deleted"] == [victim]
+    if steps == [kind] and kind != "delete":  # the vectors the killed run cached are not computed again
+        calls = json.loads((ix / "manifest.json").read_text())["model_calls"]["vectors"]
+        computed = {"before-embedding": N_RECORDS, "mid-embedding": N_RECORDS - 64, "before-commit": 0}
+        assert calls.get("embed_texts", 0) == computed[point], calls
     docs, ids, matrix, pending_deletes = _state(ix)
     ref_docs, ref_ids, ref_matrix, _ = references["+".join(steps)]
     assert docs == ref_docs and ids == ref_ids and not pending_deletes
