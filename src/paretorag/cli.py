@@ -465,8 +465,8 @@ def _print_pending(pending: dict[str, Any], index_dir: Path) -> None:
         out.print(
             f"[yellow]pending[/]: {len(docs)} document(s) stored but not committed, {len(deletes)} delete(s) "
             f"not committed; left by {_text(describe_origins(pending.get('left_by', [])))}. The next "
-            f"write commits them (`paretorag repair --index {_text(index_dir)}` does it without adding "
-            "anything), or the next `paretorag serve` when a job of its own left them."
+            f"write on this index commits them (`paretorag repair --index {_text(index_dir)}` does it "
+            "without adding anything)."
         )
         for d in docs[:20]:
             out.print(f"  {_text(d['doc_id'])}  {_text(d['title'][:60])}  ({_text(d['source'])})")

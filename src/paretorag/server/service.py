@@ -17,10 +17,8 @@ one (:attr:`Service.resumed` says which, as the start-up log does).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
-import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, IndexFormatError, InputError
-from ..ingest import Problem, read_paths
-from ..jobtable import DEFAULT_RETENTION_S, UPLOADS, JobRecord, JobTable, committed_doc_ids
+from ..errors import ConfigError, IndexFormatError
+from ..jobtable import DEFAULT_RETENTION_S, UPLOADS, JobTable
 from ..manifest import FILENAME, Manifest
 from ..providers.base import LLM, Embedder
 from ..providers.embedders import make_embedder
@@ -39,7 +36,8 @@ from ..rag import RAG
 from ..store import Store
 from ..types import Document
 from .errors import APIError
-from .jobs import Job, JobProgress, Work, Writer, new_job_id
+from .jobs import Job, Writer, new_job_id
+from .writes import delete_work, files_work, insert_work, resume
 
 log = logging.getLogger("paretorag.server")
 
@@ -182,7 +180,7 @@ class Service:
         self.writer = Writer(
             self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
         )
-        self.resumed: list[str] = self._resume()
+        self.resumed: list[str] = resume(self.root, self.jobs, self.writer)
 
     def _open_reader(self) -> RAG:
         return RAG.open(self.root, create=False, llm=self._llm, embedder=self._embedder)
@@ -197,7 +195,7 @@ class Service:
         """Insert JSON records: stored with the job, one transaction, before the 202."""
         docs = list(docs)
         job_id = new_job_id()
-        work = self._insert_work(job_id, lambda: (docs, []), resumed=False)
+        work = insert_work(self.jobs, job_id, lambda: (docs, []), resumed=False)
         return self.writer.submit(
             "insert",
             detail,
@@ -218,7 +216,7 @@ class Service:
         """Insert uploaded files saved under ``folder`` (removed when the job ends); ``names``
         maps the saved paths to the uploaded file names, which the documents' sources then show."""
         rel = {str(Path(p).relative_to(self.root)): n for p, n in names.items()}
-        work = self._files_work(job_id, folder, names, resumed=False)
+        work = files_work(self.jobs, job_id, folder, names, resumed=False)
         return self.writer.submit(
             "insert",
             detail,
@@ -232,123 +230,10 @@ class Service:
         return self.writer.submit(
             "delete",
             {"doc_id": doc_id},
-            self._delete_work([doc_id], resumed=False),
+            delete_work([doc_id], resumed=False),
             job_id=job_id,
             inputs={"doc_ids": [doc_id]},
         )
-
-    def _files_work(self, job_id: str, folder: Path, names: dict[str, str], *, resumed: bool) -> Work:
-        def load() -> tuple[list[Document], list[Problem]]:
-            docs, problems = read_paths(list(names))
-            return [dataclasses.replace(d, source=_upload_source(d.source, names)) for d in docs], problems
-
-        return self._insert_work(job_id, load, resumed=resumed, names=names, folder=folder)
-
-    def _insert_work(
-        self,
-        job_id: str,
-        load: Callable[[], tuple[list[Document], list[Problem]]],
-        *,
-        resumed: bool,
-        names: dict[str, str] | None = None,
-        folder: Path | None = None,
-    ) -> Work:
-        def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
-            try:
-                docs, problems = load()
-                ids = [d.doc_id for d in docs]
-                # the job's documents already committed when it first ran: "unchanged" even
-                # when a re-run after a crash finds all of them committed
-                self.jobs.started(job_id, sorted(set(ids) & committed_doc_ids(rag.root, rag.manifest)))
-                record = self.jobs.get(job_id)
-                report = rag.insert(docs, progress=progress)
-                report.problems = [*problems, *report.problems]
-                out = _report(report, rag, ids, names)
-                if resumed and record is not None and record.baseline is not None:
-                    unique = set(ids)
-                    out["unchanged"] = len(unique & set(record.baseline))
-                    out["added"] = len(unique) - out["unchanged"]
-                return out
-            finally:
-                if folder is not None:
-                    shutil.rmtree(folder, ignore_errors=True)
-
-        return work
-
-    def _delete_work(self, doc_ids: list[str], *, resumed: bool) -> Work:
-        def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
-            ids = list(doc_ids)
-            gone: list[str] = []
-            if resumed:  # removed by the run that was killed after its commit
-                known = rag.store.all_document_ids()
-                gone = [i for i in ids if i not in known]
-                ids = [i for i in ids if i in known]
-            removed = rag.delete(ids, progress=progress) if ids else []
-            return {
-                "deleted": [*removed, *gone],
-                "documents": int(rag.manifest.counts.get("documents", 0)),
-                "chunks": int(rag.manifest.counts.get("chunks", 0)),
-                "generation": rag.manifest.generation,
-            }
-
-        return work
-
-    def _resume(self) -> list[str]:
-        """Queue the jobs an earlier server accepted and did not finish; fail, with the
-        reason, those whose input is gone. Returns one line per job, for the log."""
-        lines: list[str] = []
-        unfinished = self.jobs.unfinished()
-        for rec in unfinished:
-            if rec.owner_alive():  # another server on this index runs it
-                lines.append(f"job {rec.job_id} is run by the server {rec.owner}; not resumed here")
-                continue
-            self.jobs.claim(rec.job_id)
-            try:
-                work, what = self._recover(rec)
-            except InputError as exc:
-                self.writer.fail(rec, exc)
-                lines.append(f"job {rec.job_id} failed: {exc}")
-                continue
-            self.writer.submit(rec.kind, rec.detail, work, job_id=rec.job_id, resumed=rec)
-            lines.append(f"resuming job {rec.job_id}: {what}")
-        live = {r.job_id for r in unfinished}
-        uploads = self.root / UPLOADS
-        if uploads.is_dir():  # files of uploads killed before their job was stored
-            for d in uploads.iterdir():
-                if d.name not in live:
-                    shutil.rmtree(d, ignore_errors=True)
-        for line in lines:
-            log.warning("%s", line)
-        return lines
-
-    def _recover(self, rec: JobRecord) -> tuple[Work, str]:
-        """The work of a stored job, rebuilt from its stored input."""
-        inputs = rec.input
-        if rec.kind == "delete":
-            ids = [str(i) for i in inputs.get("doc_ids", [])]
-            if not ids:
-                raise InputError(f"job {rec.job_id} stored no document id to delete; send the DELETE again")
-            return self._delete_work(ids, resumed=True), f"delete of {len(ids)} document(s)"
-        if inputs.get("source") == "records":
-            docs = self.jobs.documents(rec.job_id)
-            expected = int(inputs.get("documents", -1))
-            if len(docs) != expected:
-                raise InputError(
-                    f"job {rec.job_id} was accepted with {expected} records, but {len(docs)} are stored "
-                    f"in {self._jobs_store.path}; send them again"
-                )
-            return self._insert_work(rec.job_id, lambda: (docs, []), resumed=True), f"{len(docs)} documents"
-        if inputs.get("source") == "files":
-            names = {str(self.root / p): str(n) for p, n in dict(inputs.get("files", {})).items()}
-            missing = [n for p, n in names.items() if not Path(p).is_file()]
-            if not names or missing:
-                raise InputError(
-                    f"job {rec.job_id}: the uploaded file(s) {', '.join(missing) or '(none)'} are no longer "
-                    f"in {self.root / UPLOADS / rec.job_id}; upload them again"
-                )
-            folder = self.root / UPLOADS / rec.job_id
-            return self._files_work(rec.job_id, folder, names, resumed=True), f"{len(names)} uploaded file(s)"
-        raise InputError(f"job {rec.job_id} has an input this version cannot read ({inputs}); send it again")
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         """A job's JSON: this server's, or one an earlier server stored (within the retention)."""
@@ -360,33 +245,6 @@ class Service:
         self.pool.close()
         if not self.writer.running:  # a job still running keeps the table's connection
             self._jobs_store.close()
-
-
-def _upload_source(source: str, names: dict[str, str]) -> str:
-    """``/tmp/paretorag-upload-x/000/a.json#3`` -> ``upload:a.json#3``."""
-    path, hash_, rest = source.partition("#")
-    return f"upload:{names.get(path, Path(path).name)}" + (hash_ + rest if hash_ else "")
-
-
-def _report(report: Any, rag: RAG, doc_ids: list[str], names: dict[str, str] | None = None) -> dict[str, Any]:
-    problems = []
-    for p in report.problems:
-        text = str(p)
-        for saved, original in (names or {}).items():  # name the uploaded file, not where it was saved
-            text = text.replace(saved, original)
-        problems.append(text)
-    return {
-        "added": report.added,
-        "unchanged": report.unchanged,
-        "resumed": report.resumed,
-        "doc_ids": doc_ids,
-        "problems": problems,
-        "committed": report.committed,
-        "documents": int(rag.manifest.counts.get("documents", 0)),
-        "chunks": int(rag.manifest.counts.get("chunks", 0)),
-        "generation": rag.manifest.generation,
-        "seconds": round(report.seconds, 3),
-    }
 
 
 def records_to_documents(payload: Any) -> list[Document]:
