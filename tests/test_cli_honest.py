@@ -125,3 +125,8 @@ def test_the_budget_counts_every_wait_of_one_call():
         with pytest.raises(LLMError, match=r"stopped after 3 attempt\(s\) and 40 s: the next retry, in 20 s"):
             client.post("/chat/completions", {})
     assert slept == [20.0, 20.0] and len(hits) == 3
+
+
+def test_answer_k_zero_names_the_flag(tmp_path):
+    r = runner.invoke(app, ["eval", "--data", str(tmp_path), "--subset", "x", "--answer-k", "0"])
+    assert r.exit_code == 2 and "--answer-k must be a positive integer, got 0" in r.output, r.output
