@@ -183,3 +183,22 @@ def test_a_job_of_another_running_server_is_left_to_it(index):
             assert time.monotonic() < deadline, body
             time.sleep(0.05)
     assert body["state"] == "done" and body["resumed"] and body["result"]["deleted"] == ["x"]
+
+
+def test_a_job_the_server_died_in_three_times_is_not_run_again(index):
+    from paretorag.jobtable import JobTable
+    from paretorag.store import Store
+
+    store = Store(index)
+    JobTable(store).create("dddddddddddddddd", "delete", {"doc_id": "x"}, {"doc_ids": ["x"]})
+    with store.transaction() as c:
+        c.execute("UPDATE jobs SET state='running', attempts=3")
+    store.close()
+    app = create_app(index)
+    assert app.state.service.resumed == [
+        "job dddddddddddddddd failed: the server stopped 3 times while running job dddddddddddddddd "
+        "(killed, out of memory?); it is not run again: see the server's log, then send the write again"
+    ]
+    with TestClient(app) as c:
+        body = c.get("/jobs/dddddddddddddddd").json()
+    assert body["state"] == "failed" and "stopped 3 times" in body["error"]["message"]

@@ -34,6 +34,7 @@ from .store import Store
 from .types import Document
 
 DEFAULT_RETENTION_S = 7 * 24 * 3600  # finished job records are kept a week
+MAX_ATTEMPTS = 3  # a job the server died running this often is not run again (it may be the cause)
 ORIGINS_KEY = "pending.origins"
 FINISHED = ("done", "failed")
 UPLOADS = "uploads"  # <index>/uploads/<job id>/: the files of an accepted upload, until its job ends
@@ -52,7 +53,8 @@ _TABLES = (
     baseline TEXT,
     result TEXT,
     error TEXT,
-    owner TEXT
+    owner TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0
 )""",
     """CREATE TABLE IF NOT EXISTS job_documents (
     job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
@@ -65,7 +67,9 @@ _TABLES = (
     PRIMARY KEY (job_id, ord)
 )""",
 )
-_COLUMNS = "job_id, kind, state, detail, input, created, started, finished, baseline, result, error, owner"
+_COLUMNS = (
+    "job_id, kind, state, detail, input, created, started, finished, baseline, result, error, owner, attempts"
+)
 
 
 def _me() -> str:
@@ -88,6 +92,7 @@ class JobRecord:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     owner: str = ""  # host:pid of the server running it
+    attempts: int = 0  # runs started (a run the server died in included)
 
     def owner_alive(self) -> bool:
         """Whether another server process on this host, still running, owns the job."""
@@ -120,6 +125,7 @@ class JobRecord:
             result=js(row[9]),
             error=js(row[10]),
             owner=str(row[11] or ""),
+            attempts=int(row[12] or 0),
         )
 
 
@@ -180,14 +186,22 @@ class JobTable:
         with self.store.transaction() as c:
             c.execute("UPDATE jobs SET owner=? WHERE job_id=?", (_me(), job_id))
 
-    def started(self, job_id: str, baseline: list[str] | None = None) -> None:
-        """Mark a job running; the first run's ``baseline`` (and start time) are kept by re-runs."""
+    def started(self, job_id: str) -> None:
+        """Mark a job running and count the run (the first start time is kept)."""
         self._ensure()
         with self.store.transaction() as c:
             c.execute(
-                "UPDATE jobs SET state='running', started=COALESCE(started, ?), "
-                "baseline=COALESCE(baseline, ?) WHERE job_id=?",
-                (time.time(), None if baseline is None else json.dumps(baseline), job_id),
+                "UPDATE jobs SET state='running', started=COALESCE(started, ?), attempts=attempts+1 "
+                "WHERE job_id=?",
+                (time.time(), job_id),
+            )
+
+    def set_baseline(self, job_id: str, doc_ids: list[str]) -> None:
+        """The job's documents already committed when it first ran (re-runs keep the first)."""
+        self._ensure()
+        with self.store.transaction() as c:
+            c.execute(
+                "UPDATE jobs SET baseline=COALESCE(baseline, ?) WHERE job_id=?", (json.dumps(doc_ids), job_id)
             )
 
     def finish(
@@ -303,6 +317,7 @@ def pending_work(root: Path, store: Store, manifest: Manifest) -> dict[str, Any]
 
 __all__ = [
     "DEFAULT_RETENTION_S",
+    "MAX_ATTEMPTS",
     "JobRecord",
     "JobTable",
     "clear_origins",

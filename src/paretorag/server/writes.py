@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ParetoragError
 from ..ingest import Problem, read_paths
-from ..jobtable import UPLOADS, JobRecord, JobTable, committed_doc_ids
+from ..jobtable import MAX_ATTEMPTS, UPLOADS, JobRecord, JobTable, committed_doc_ids
 from ..rag import RAG
 from ..types import Document
 from .jobs import JobProgress, Work, Writer
@@ -45,7 +45,7 @@ def insert_work(
             ids = [d.doc_id for d in docs]
             # the job's documents already committed when it first ran: "unchanged" even
             # when a re-run after a crash finds all of them committed
-            table.started(job_id, sorted(set(ids) & committed_doc_ids(rag.root, rag.manifest)))
+            table.set_baseline(job_id, sorted(set(ids) & committed_doc_ids(rag.root, rag.manifest)))
             record = table.get(job_id) if resumed else None
             report = rag.insert(docs, progress=progress)
             report.problems = [*problems, *report.problems]
@@ -101,6 +101,14 @@ def resume(root: Path, table: JobTable, writer: Writer) -> list[str]:
             lines.append(f"job {rec.job_id} is run by the server {rec.owner}; not resumed here")
             continue
         table.claim(rec.job_id)
+        if rec.attempts >= MAX_ATTEMPTS:  # it may be what killed the server: not run again
+            reason = ParetoragError(
+                f"the server stopped {rec.attempts} times while running job {rec.job_id} (killed, out of "
+                "memory?); it is not run again: see the server's log, then send the write again"
+            )
+            writer.fail(rec, reason)
+            lines.append(f"job {rec.job_id} failed: {reason}")
+            continue
         try:
             work, what = recover(root, table, rec)
         except InputError as exc:
