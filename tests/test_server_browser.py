@@ -13,6 +13,7 @@ webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium is not installed: pip install -e '.[dev]'"
 )
 
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -34,8 +35,7 @@ def _chromium() -> tuple[str, str]:
     return browser, driver
 
 
-@pytest.fixture
-def browser():
+def _driver(*extra: str):
     binary, driver_path = _chromium()
     from selenium.webdriver.chrome.service import Service as DriverService
 
@@ -47,14 +47,52 @@ def browser():
         "--disable-gpu",
         "--disable-dev-shm-usage",
         "--window-size=1280,900",
+        *extra,
     ):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=opts)
     driver.set_page_load_timeout(30)
+    return driver
+
+
+@pytest.fixture
+def browser():
+    driver = _driver()
     try:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def offline_browser():
+    """Chromium with the network off: every host but 127.0.0.1 fails to resolve, and any
+    request that still leaves goes to a closed port."""
+    driver = _driver(
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        "--proxy-server=http://127.0.0.1:9",
+        "--proxy-bypass-list=127.0.0.1",
+    )
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_api_docs_render_with_the_network_off(tmp_path, offline_browser):
+    ix = build_index(tmp_path / "ix", write_corpus(tmp_path / "src"))
+    wait = WebDriverWait(offline_browser, 30)
+    with live_server(create_app(ix), limit_s=90) as base:
+        offline_browser.get(base + "/docs")
+        title = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".swagger-ui .info .title")))
+        assert title.text.startswith("paretorag")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".opblock")) >= 10)
+        paths = {e.text for e in offline_browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+        assert {"/query", "/documents", "/jobs/{job_id}"} <= paths
+        offline_browser.save_screenshot(str(tmp_path / "docs.png"))
+        # the check is real: a page from the internet does not load in this browser
+        with pytest.raises(WebDriverException, match="ERR_"):
+            offline_browser.get("https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css")
 
 
 def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):

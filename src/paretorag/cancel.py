@@ -62,3 +62,32 @@ class CancellableLLM:
     def complete(self, request: Request) -> Completion:
         check(self._event)
         return self.inner.complete(request)
+
+
+PAUSE_ENV = "PARETORAG_TEST_PAUSE_AT"
+_passes: dict[str, int] = {}
+
+
+def pause_point(name: str) -> None:
+    """Hold a write at a named point for crash tests (``PARETORAG_TEST_PAUSE_AT=NAME[:N]``,
+    the ``N``-th time the point is reached, default the first).
+
+    Says ``paretorag: paused at NAME`` on stderr and sleeps up to 60 s, time for the test to
+    SIGKILL the process; unset (always, outside tests) it costs one environment lookup.
+    Points: ``before-embedding`` (documents stored, no vector computed), ``mid-embedding``
+    (after a batch of vectors is cached), ``before-commit`` (vectors and structures
+    written, manifest not yet replaced).
+    """
+    import os
+
+    wanted, _, nth = os.environ.get(PAUSE_ENV, "").partition(":")
+    if wanted != name:
+        return
+    _passes[name] = _passes.get(name, 0) + 1
+    if _passes[name] != (int(nth) if nth.isdigit() else 1):
+        return
+    import sys
+    import time
+
+    print(f"paretorag: paused at {name}", file=sys.stderr, flush=True)
+    time.sleep(60)

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -53,6 +54,7 @@ def _main(
     ),
 ) -> None:
     """Cheap, good graph-based RAG with citations."""
+    _show_waits()
 
 
 def _text(value: Any) -> str:
@@ -65,9 +67,47 @@ NoWaitOpt = typer.Option(
 )
 
 
-def _open(index_dir: Path, no_wait: bool, **kwargs: Any) -> RAG:
+LLMMaxWaitOpt = typer.Option(
+    None,
+    "--llm-max-wait",
+    help="Seconds one LLM call may take with its retries and waits (e.g. on HTTP 429) before it stops "
+    "with the error (default $PARETORAG_LLM_MAX_WAIT or 300).",
+)
+
+
+def _llm_max_wait(seconds: float | None) -> None:
+    """``--llm-max-wait``: the budget of every model-server call of this run (read by the clients)."""
+    if seconds is None:
+        return
+    from .providers.http import MAX_WAIT_ENV, max_wait_seconds
+
+    max_wait_seconds(seconds)  # a bad value fails here, naming the flag
+    os.environ[MAX_WAIT_ENV] = repr(float(seconds))
+
+
+def _open(index_dir: Path, no_wait: bool, command: str = "", **kwargs: Any) -> RAG:
     """Open an index for writing: wait for another writer (saying whom), or fail with --no-wait."""
-    return RAG.open(index_dir, wait=not no_wait, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]"), **kwargs)
+    rag = RAG.open(
+        index_dir, wait=not no_wait, on_wait=lambda msg: err.print(f"[yellow]{_text(msg)}[/]"), **kwargs
+    )
+    rag.origin = f"`paretorag {command}` (pid {os.getpid()})"
+    rag.on_note = lambda msg: err.print(f"[yellow]note[/] {_text(msg)}")  # said as it happens
+    return rag
+
+
+class _WaitLines(logging.Handler):
+    """One stderr line per wait on a model server (rate limited, failing and retried)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(f"[yellow]{_text(record.getMessage())}[/]")
+
+
+def _show_waits() -> None:
+    wait_log = logging.getLogger("paretorag.wait")
+    if not any(isinstance(h, _WaitLines) for h in wait_log.handlers):
+        wait_log.addHandler(_WaitLines())
+        wait_log.setLevel(logging.WARNING)
+        wait_log.propagate = False
 
 
 def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
@@ -128,8 +168,11 @@ def _report(report: IndexReport, rag: RAG) -> None:
     for p in report.problems:
         err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {_text(p)}")
     c = rag.manifest.counts
+    resumed = ""
+    if report.resumed:  # committed now, stored by a run that was interrupted
+        resumed = " (resumed)" if report.resumed == report.added else f" ({report.resumed} resumed)"
     out.print(
-        f"added {report.added} document(s), {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
+        f"added {report.added} document(s){resumed}, {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
         f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
         + ("" if report.committed else "; nothing to do")
     )
@@ -179,14 +222,17 @@ def index(
     ray_cpus: int | None = typer.Option(
         None, "--ray-cpus", help="CPUs of the local Ray cluster that --ray starts (default: all)."
     ),
+    llm_max_wait: float | None = LLMMaxWaitOpt,
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
     rag = None
     cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
+        _llm_max_wait(llm_max_wait)
         rag = _open(
             index_dir,
             no_wait,
+            "index",
             methods=_methods(methods),
             replace_methods=replace_methods,
             llm=llm,
@@ -212,11 +258,13 @@ def insert(
     paths: list[Path] = typer.Argument(..., help="Files or directories to add."),
     index_dir: Path = IndexOpt,
     no_wait: bool = NoWaitOpt,
+    llm_max_wait: float | None = LLMMaxWaitOpt,
 ) -> None:
     """Add documents to an existing index (unchanged ones are skipped)."""
     rag = None
     try:
-        rag = _open(index_dir, no_wait, create=False)
+        _llm_max_wait(llm_max_wait)
+        rag = _open(index_dir, no_wait, "insert", create=False)
         with rag, RichProgress() as progress:
             report = rag.insert(paths, progress=progress)
             _notes(rag)
@@ -238,7 +286,7 @@ def delete(
     """Remove documents and everything derived only from them."""
     rag = None
     try:
-        rag = _open(index_dir, no_wait, create=False)
+        rag = _open(index_dir, no_wait, "delete", create=False)
         with rag, RichProgress() as progress:
             removed = rag.delete(doc_ids, progress=progress)
             _notes(rag)
@@ -254,7 +302,7 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
     """Rebuild missing or damaged files from SQLite, the embedding cache and the LLM cache."""
     rag = None
     try:
-        rag = _open(index_dir, no_wait, create=False)
+        rag = _open(index_dir, no_wait, "repair", create=False)
         with rag, RichProgress() as progress:
             report = rag.repair(progress=progress)
             for note in report.notes:
@@ -294,7 +342,9 @@ def query(
         "-m",
         help="Retrieval method (default: the recommended one, `fusion`, where the index has it built).",
     ),
-    k: int | None = typer.Option(None, "-k", help="Passages to retrieve (method default if omitted)."),
+    k: int | None = typer.Option(
+        None, "-k", "--top-k", help="Passages to retrieve (method default if omitted)."
+    ),
     budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
     llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
     context_only: bool = typer.Option(False, "--context-only", help="Retrieve only; no answer."),
@@ -305,9 +355,13 @@ def query(
         "llm (the --llm / index LLM). Default: the LLM when it generates, else the reader.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    llm_max_wait: float | None = LLMMaxWaitOpt,
 ) -> None:
     """Answer a question with citations."""
     try:
+        if k is not None and k < 1:
+            raise ConfigError(f"-k/--top-k must be a positive integer, got {k}; e.g. -k 5")
+        _llm_max_wait(llm_max_wait)
         answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
         with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
             if method is None:
@@ -411,6 +465,7 @@ def inspect(
             )
         out.print(c)
     out.print(f"stage timings (s): {_text(stats['timings'])}")
+    _print_pending(stats.get("pending") or {}, index_dir)
     if documents:
         for d in stats["documents"]:
             flag = "  (delete pending)" if d.get("pending_delete") else ""
@@ -419,6 +474,35 @@ def inspect(
             )
     else:
         out.print("[dim]document ids: paretorag inspect --index DIR --documents[/]")
+
+
+def _print_pending(pending: dict[str, Any], index_dir: Path) -> None:
+    """Work stored but not committed, who left it, and server jobs not finished."""
+    from .jobtable import describe_origins
+
+    docs, deletes, jobs = pending.get("documents", []), pending.get("deletes", []), pending.get("jobs", [])
+    if docs or deletes:
+        out.print(
+            f"[yellow]pending[/]: {len(docs)} document(s) stored but not committed, {len(deletes)} delete(s) "
+            f"not committed; left by {_text(describe_origins(pending.get('left_by', [])))}. The next "
+            f"write on this index commits them (`paretorag repair --index {_text(index_dir)}` does it "
+            "without adding anything)."
+        )
+        for d in docs[:20]:
+            out.print(f"  {_text(d['doc_id'])}  {_text(d['title'][:60])}  ({_text(d['source'])})")
+        if len(docs) > 20:
+            out.print(f"  ... and {len(docs) - 20} more (inspect --json lists them)")
+    for j in jobs:
+        what = (
+            f"{j['documents']} document(s)" if j["kind"] == "insert" else f"delete {', '.join(j['doc_ids'])}"
+        )
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(j["created"]))
+        out.print(
+            f"[yellow]server job {_text(j['job_id'])}[/] ({j['kind']}, {what}) accepted {when}, {j['state']}: "
+            "the next `paretorag serve` on this index resumes it"
+        )
+    if not (docs or deletes or jobs):
+        out.print("pending: nothing (every stored document is committed)")
 
 
 def _print_catalog(
@@ -478,6 +562,25 @@ def methods(
     _print_catalog(rows, as_json, ["name", "requires", "uses_llm", "steps", "paper"], caption)
 
 
+RETENTION_ENV = "PARETORAG_JOB_RETENTION_DAYS"
+
+
+def _retention_days(value: float | None) -> float:
+    """``--job-retention-days``, else ``$PARETORAG_JOB_RETENTION_DAYS``, else 7."""
+    raw: float | str | None = value if value is not None else os.environ.get(RETENTION_ENV)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return 7.0
+    try:
+        days = float(raw)
+    except ValueError:
+        days = -1.0
+    if not days > 0 or days == float("inf"):
+        raise ConfigError(
+            f"--job-retention-days / {RETENTION_ENV} must be a positive number of days, got {raw!r}; e.g. 7"
+        )
+    return days
+
+
 def _loopback(host: str) -> bool:
     import ipaddress
 
@@ -513,6 +616,13 @@ def serve(
         "--keep-alive",
         help="Seconds an idle HTTP connection stays open (uvicorn's default, 5, raced busy clients).",
     ),
+    job_retention_days: float | None = typer.Option(
+        None,
+        "--job-retention-days",
+        help="Days a finished job stays answerable at GET /jobs/{id}, across restarts (default "
+        "$PARETORAG_JOB_RETENTION_DAYS or 7).",
+    ),
+    llm_max_wait: float | None = LLMMaxWaitOpt,
 ) -> None:
     """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
     try:
@@ -520,6 +630,8 @@ def serve(
 
         from .server import KeyRing, Limits, create_app
 
+        _llm_max_wait(llm_max_wait)
+        retention_days = _retention_days(job_retention_days)
         keys = KeyRing.load(api_key_file)
         if not keys and not _loopback(host):
             raise ConfigError(
@@ -534,6 +646,7 @@ def serve(
             readers=readers,
             write_wait=not no_wait,
             create=create,
+            job_retention_s=retention_days * 86400,
         )
     except ParetoragError as exc:
         _fail(exc)
@@ -546,6 +659,8 @@ def serve(
             "[yellow]no API key: listening on loopback only, without auth[/] (set PARETORAG_API_KEYS "
             "or --api-key-file to require keys and to serve other hosts)"
         )
+    for line in application.state.service.resumed:  # jobs the last server accepted and did not finish
+        err.print(f"[yellow]{_text(line)}[/]")
     err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
     uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
 

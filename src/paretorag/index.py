@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cancel import CancellableLLM, CancellableProgress, check
+from .cancel import CancellableLLM, CancellableProgress, check, pause_point
 from .chunking import chunk_document
 from .diskerrors import disk_errors
 from .errors import ConfigError, DamagedIndexError, MissingStructureError
@@ -40,6 +40,7 @@ from .providers.base import LLM, Embedder, Tokenizer
 from .providers.counting import ModelCalls, counting, record
 from .providers.embedders import embed_with_spans
 from .providers.nlp_workers import stop_all as stop_workers
+from .providers.notices import run_in_context
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
@@ -138,6 +139,7 @@ class CachedEmbedder:
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
                     task.advance(len(batch))
+                    pause_point("mid-embedding")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = found[h]
@@ -421,6 +423,7 @@ class IndexWriter:
         titles = m.config.embed_titles
         texts = chunks.embedded_texts(titles)
         spans = self._pass_spans(chunks, texts, fp)
+        pause_point("before-embedding")
         with counting(self.calls, "vectors"):
             if spans is None:
                 vectors = self.embedder.embed(texts, description="embedding chunks")
@@ -460,6 +463,7 @@ class IndexWriter:
         m.generation += 1
         # a second copy of the configuration, for `paretorag repair` if both manifest files are lost
         self.store.put_kv(CONFIG_KEY, {"config": m.to_json()["config"], "models": m.models})
+        pause_point("before-commit")
         m.save(self.root)
         self.store.purge_deleted()
         collect_garbage(self.root, stem, [s["dir"] for s in structures.values()])
@@ -507,7 +511,7 @@ class IndexWriter:
             while pending:
                 for n in pending:  # start every builder whose inputs are built
                     if n not in running.values() and all(d in built for d in builder_class(n).requires):
-                        running[pool.submit(self._build_one, builders[n], chunks, built)] = n
+                        running[pool.submit(run_in_context(self._build_one), builders[n], chunks, built)] = n
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     del running[fut]

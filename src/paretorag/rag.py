@@ -27,6 +27,7 @@ from .errors import (
     QuestionError,
 )
 from .index import CachedEmbedder
+from .jobtable import pending_work
 from .manifest import FILENAME, IndexConfig, Manifest
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
@@ -224,6 +225,8 @@ class RAG(IndexSession):
         its structures.
         """
         question = _validate_question(question)
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+            raise ConfigError(f"k must be a positive integer (passages to retrieve), got {k!r}")
         method = method or self.default_method()
         m = get_method(method, **params)
         view = self.view
@@ -465,6 +468,8 @@ class RAG(IndexSession):
             "timings": m.timings,
             "model_calls": m.model_calls,
             "methods_available": available_methods(),
+            # stored but not committed (a killed write, a server job not finished) and who left it
+            "pending": pending_work(self.root, self.store, m),
         }
 
     def __enter__(self) -> RAG:

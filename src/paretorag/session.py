@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from .errors import ConfigError, DamagedIndexError, IndexFormatError, InputError, ParetoragError
 from .index import CachedEmbedder, IndexWriter, LoadedIndex, structure_plan, vector_stem
 from .ingest import Problem, read_paths
+from .jobtable import ORIGINS_KEY, JobTable, clear_origins, committed_doc_ids, describe_origins, note_origin
 from .lock import ReaderLease, WriterLock
 from .manifest import FILENAME, Manifest
 from .methods.base import get_method
@@ -45,8 +46,9 @@ if TYPE_CHECKING:
 class IndexReport:
     """What an ``index`` / ``insert`` run did."""
 
-    added: int = 0
+    added: int = 0  # documents this run committed, those an interrupted run had stored included
     unchanged: int = 0
+    resumed: int = 0  # of ``added``: stored by an interrupted run, committed by this one
     problems: list[Problem] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
@@ -102,7 +104,10 @@ class IndexSession:
         self._view_lock = threading.RLock()  # one view swap at a time when threads share this RAG
         self._stamp = manifest_stamp(root)
         self._writing = False
-        self.notes: list[str] = []  # what a writer recovered on the way (a damaged manifest)
+        self.notes: list[str] = []  # what a writer recovered or finished on the way
+        self.on_note: Callable[[str], None] | None = None  # told each note as it happens
+        # who writes, as the next writer and `inspect` name it if this write is killed
+        self.origin = f"a write by process {os.getpid()}"
         self._offline_reader: Reader | None = None  # the offline reader, made on the first answer
 
     # -- models ----------------------------------------------------------------
@@ -158,6 +163,37 @@ class IndexSession:
                 self._writing = False
                 self._stamp = manifest_stamp(self.root)
 
+    def _note(self, message: str) -> None:
+        """Tell ``on_note`` now, or keep the note in ``notes`` for the caller."""
+        if self.on_note is not None:
+            self.on_note(message)
+        else:
+            self.notes.append(message)
+
+    def _finishing(self, committed: set[str], live: set[str]) -> None:
+        """Say so when an interrupted write left stored documents or deletes uncommitted
+        (this write commits them)."""
+        for job in JobTable(self.store).unfinished():  # accepted by a server that stopped
+            if job.job_id in self.origin:  # the server's own job, running now
+                continue
+            self._note(
+                f"server job {job.job_id} ({job.kind}) is not finished; the next `paretorag serve "
+                f"--index {self.root}` resumes it"
+            )
+        docs = len(live - committed)
+        deletes = len(self.store.pending_deletes())
+        if not docs and not deletes:
+            return
+        what = " and ".join(
+            p
+            for p in (
+                f"{docs} document(s) stored but not committed" if docs else "",
+                f"{deletes} pending delete(s)" if deletes else "",
+            )
+            if p
+        )
+        self._note(f"finishing {what}, left by {describe_origins(self.store.get_kv(ORIGINS_KEY) or [])}")
+
     def _needs_commit(self) -> bool:
         """True if the committed vectors and structures do not match the live documents and
         settings, a delete is pending, the manifest was damaged or a file it names is missing."""
@@ -177,6 +213,7 @@ class IndexSession:
     def _commit(self, progress: Progress | None, writer: IndexWriter | None = None) -> None:
         (writer or self._writer(progress)).commit()
         self._damaged = None
+        clear_origins(self.store)
 
     def index(
         self,
@@ -208,10 +245,19 @@ class IndexSession:
                 if paths:
                     read, problems = read_paths(paths)
                     docs.extend(read)
+                committed = committed_doc_ids(self.root, self.manifest)
+                live = self.store.live_document_ids()
+                self._finishing(committed, live)
+                ids = {d.doc_id for d in docs}
+                resumed = len({i for i in ids if i in live and i not in committed})
+                if ids - live:
+                    note_origin(self.store, self.origin)
                 writer = self._writer(progress, cluster)  # one writer: the ingest timing reaches the manifest
                 added, unchanged = writer.ingest(docs)
-                report = IndexReport(added=added, unchanged=unchanged, problems=problems)
-                if added or self._needs_commit():
+                report = IndexReport(
+                    added=added + resumed, unchanged=unchanged - resumed, resumed=resumed, problems=problems
+                )
+                if report.added or self._needs_commit():
                     self._commit(progress, writer)
                     report.committed = True
         except BaseException:
@@ -274,6 +320,9 @@ class IndexSession:
                     f"unknown document ids: {', '.join(unknown)}; list the ids with "
                     f"`paretorag inspect --index {self.root} --documents`"
                 )
+            self._finishing(committed_doc_ids(self.root, self.manifest), self.store.live_document_ids())
+            if ids:
+                note_origin(self.store, self.origin)
             removed = self.store.mark_deleted(ids)
             if removed or self._needs_commit():
                 self._commit(progress)

@@ -250,6 +250,18 @@ class Store:
             return [r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=1")]
 
     @_guarded
+    def live_document_ids(self) -> set[str]:
+        """Stored documents not marked deleted (committed or not)."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=0")}
+
+    @_guarded
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read (for tables kept by other modules, e.g. :mod:`paretorag.jobtable`)."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute(sql, tuple(params))]
+
+    @_guarded
     def all_document_ids(self) -> set[str]:
         """Every stored document id, pending deletes included."""
         with self._lock:
@@ -409,3 +421,7 @@ class Store:
     def put_kv(self, key: str, value: Any) -> None:
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", (key, json.dumps(value)))
+
+    def delete_kv(self, key: str) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM kv WHERE key=?", (key,))

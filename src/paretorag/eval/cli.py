@@ -154,6 +154,8 @@ def _run(
         if r is not None and r not in READERS:
             raise ConfigError(f"--readers: unknown reader {r!r}; use {', '.join(READERS)}")
     ks = parse_ks(k)
+    if answer_k is not None and answer_k < 1:
+        raise ConfigError(f"--answer-k must be a positive integer, got {answer_k}; e.g. --answer-k 5")
     console = Console()
     for name in subsets:
         target = out / name if len(subsets) > 1 else out

@@ -4,12 +4,19 @@ Retries on 429, 5xx, timeouts and connection errors; honours ``Retry-After`` (se
 or an HTTP date; a malformed value falls back to the backoff). Garbage (a body that is
 not JSON) is retried too, then reported. A refused connection is retried only
 ``connect_retries`` times: nothing is listening, and waiting rarely changes that.
+
+Every wait is told as it starts (:mod:`paretorag.providers.notices`: one line on the CLI's
+stderr, a job's progress, a streamed answer's events), e.g. ``rate limited by URL (HTTP
+429); retrying in 30 s, attempt 2 of 6``. One call, retries included, stops with the error
+once its time budget is spent (``max_wait``; default ``$PARETORAG_LLM_MAX_WAIT`` or
+:data:`DEFAULT_MAX_WAIT_S`), instead of waiting past it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -19,9 +26,33 @@ from typing import Any
 
 import httpx
 
-from ..errors import LLMError, LLMResponseError, LLMTimeoutError
+from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError
+from .notices import emit
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+MAX_WAIT_ENV = "PARETORAG_LLM_MAX_WAIT"
+DEFAULT_MAX_WAIT_S = 300.0
+
+
+def max_wait_seconds(value: float | str | None = None) -> float:
+    """The time budget of one call: ``value``, else ``$PARETORAG_LLM_MAX_WAIT``, else the default."""
+    raw: float | str | None = value if value is not None else os.environ.get(MAX_WAIT_ENV)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return DEFAULT_MAX_WAIT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(
+            f"{MAX_WAIT_ENV} / --llm-max-wait must be a positive number of seconds, got {raw!r}; "
+            f"e.g. {MAX_WAIT_ENV}=120"
+        )
+    return seconds
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 1 else f"{value:.1f} s"
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -61,6 +92,10 @@ class JSONClient:
         Retries when the connection is refused or the host cannot be resolved.
     hint : str
         Appended to connection errors (e.g. which environment variable sets the URL).
+    max_wait : float, optional
+        Seconds one call may take, retries and their waits included; a wait that would
+        pass it stops the call with the error instead. Default ``$PARETORAG_LLM_MAX_WAIT``
+        or 300.
     """
 
     def __init__(
@@ -74,7 +109,9 @@ class JSONClient:
         max_backoff: float = 30.0,
         connect_retries: int = 1,
         hint: str = "",
+        max_wait: float | None = None,
         sleep: Any = time.sleep,
+        clock: Any = time.monotonic,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Content-Type": "application/json"}
@@ -86,7 +123,9 @@ class JSONClient:
         self.max_backoff = max_backoff
         self.connect_retries = connect_retries
         self.hint = hint
+        self.max_wait = max_wait_seconds(max_wait)
         self._sleep = sleep
+        self._clock = clock
         self.attempts = 0  # total HTTP attempts (for tests and stats)
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
@@ -101,6 +140,7 @@ class JSONClient:
         url = self.base_url + path
         last = ""
         refused = 0
+        start = self._clock()
         for attempt in range(self.max_retries + 1):
             self.attempts += 1
             retry_after: str | None = None
@@ -144,8 +184,30 @@ class JSONClient:
                 if attempt == self.max_retries:
                     err = LLMResponseError if last.startswith("a body") else LLMError
                     raise err(f"{url} answered {last} after {attempt + 1} attempts")
-            self._sleep(self._delay(attempt, retry_after))
+            self._wait(url, last, attempt, self._delay(attempt, retry_after), start)
         raise LLMError(f"{url}: no attempt made")  # unreachable: the loop returns or raises
+
+    def _wait(self, url: str, last: str, attempt: int, delay: float, start: float) -> None:
+        """Sleep ``delay`` before the next attempt, saying so; or stop if that passes the budget."""
+        if last == "HTTP 429":
+            what = f"rate limited by {url} (HTTP 429)"
+        elif last.startswith(("HTTP", "a body")):
+            what = f"{url} answered {last}"
+        else:
+            what = f"{url}: {last}"
+        spent = self._clock() - start
+        if spent + delay > self.max_wait:
+            err = LLMTimeoutError if last.startswith("timed out") else LLMError
+            raise err(
+                f"{what}; stopped after {attempt + 1} attempt(s) and {_seconds(spent)}: the next retry, "
+                f"in {_seconds(delay)}, would pass the {self.max_wait:g} s budget of one call "
+                f"(--llm-max-wait or {MAX_WAIT_ENV})"
+            )
+        emit(f"{what}; retrying in {_seconds(delay)}, attempt {attempt + 2} of {self.max_retries + 1}")
+        try:
+            self._sleep(delay)
+        finally:
+            emit("")
 
     def stream(self, path: str, payload: dict[str, Any]) -> Iterator[Any]:
         """POST and yield the decoded ``data:`` events of a server-sent-event response, up

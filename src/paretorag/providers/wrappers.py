@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..types import Usage
 from .base import LLM, Completion, Request, Tokenizer, is_generative
+from .notices import run_in_context
 
 
 class ResponseStore(Protocol):
@@ -164,4 +165,4 @@ def complete_many(
     if limit <= 1 or len(requests) == 1:
         return [llm.complete(r) for r in requests]
     with ThreadPoolExecutor(max_workers=min(limit, len(requests))) as pool:
-        return list(pool.map(llm.complete, requests))
+        return list(pool.map(run_in_context(llm.complete), requests))  # waits reach the caller's listener

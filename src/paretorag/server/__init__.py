@@ -2,7 +2,8 @@
 
 - :mod:`.app` the FastAPI routes, errors as JSON, body limits, the page at ``/``
 - :mod:`.service` reading RAGs lent one per request, the single writer, limits
-- :mod:`.jobs` writes as jobs with progress; :mod:`.auth` API keys; :mod:`.metrics` Prometheus text
+- :mod:`.jobs` writes as durable jobs with progress; :mod:`.writes` what each write does, and
+  how a stored one is resumed; :mod:`.auth` API keys; :mod:`.metrics` Prometheus text
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The HTTP API (FastAPI): queries, streamed answers, documents, jobs, stats, metrics, the page.
 
 ``create_app(index)`` returns the ASGI app; ``paretorag serve`` runs it with uvicorn.
-The OpenAPI description is at ``/docs``. Every error is JSON:
+The OpenAPI description is at ``/docs`` (Swagger UI) and ``/redoc``, both served from the
+package's own files (``fastapi-offline``): they work without internet. Every error is JSON:
 ``{"error": {"status", "type", "field", "message"}}``.
 """
 
@@ -24,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,10 +35,11 @@ from ..context import pack
 from ..errors import ParetoragError
 from ..manifest import Manifest
 from ..methods.base import available_methods
+from ..providers.notices import listening
 from ..types import Answer, Budget
 from .auth import WRITE, KeyRing
 from .errors import APIError, error_body, status_of
-from .jobs import Job
+from .jobs import Job, new_job_id
 from .metrics import Metrics
 from .service import Limits, Service, check_upload_name, records_to_documents
 
@@ -220,7 +223,7 @@ def create_app(
         yield
         service.close()
 
-    app = FastAPI(
+    app = FastAPIOffline(  # Swagger UI and ReDoc from the package's files, not a CDN
         lifespan=lifespan,
         title="paretorag",
         version=__version__,
@@ -380,22 +383,27 @@ def create_app(
             raise
 
         def events() -> Iterator[str]:
-            pieces: queue.Queue[str | None] = queue.Queue()
+            pieces: queue.Queue[tuple[str, str] | None] = queue.Queue()
             outcome: dict[str, Any] = {}
+
+            def waiting(message: str) -> None:
+                if message:  # the end of a wait shows as the next token
+                    pieces.put(("wait", message))
 
             def generate() -> None:
                 try:
-                    outcome["answer"] = rag.answer(
-                        body.question,
-                        retrieval,
-                        items,
-                        method=method,
-                        budget=body.budget,
-                        context_only=body.context_only,
-                        retrieval_seconds=retrieval_s,
-                        on_token=pieces.put,
-                        reader=body.reader,
-                    )
+                    with listening(waiting):
+                        outcome["answer"] = rag.answer(
+                            body.question,
+                            retrieval,
+                            items,
+                            method=method,
+                            budget=body.budget,
+                            context_only=body.context_only,
+                            retrieval_seconds=retrieval_s,
+                            on_token=lambda text: pieces.put(("token", text)),
+                            reader=body.reader,
+                        )
                 except (ParetoragError, OSError) as exc:
                     outcome["error"] = exc
                 finally:
@@ -415,7 +423,10 @@ def create_app(
                 )
                 worker.start()
                 while (piece := pieces.get()) is not None:
-                    yield _sse("token", {"text": piece})
+                    kind, text = piece
+                    yield (
+                        _sse("token", {"text": text}) if kind == "token" else _sse("wait", {"message": text})
+                    )
                 worker.join()
                 if "error" in outcome:
                     yield _sse("error", error_body(outcome["error"])["error"])
@@ -498,7 +509,8 @@ def create_app(
         uploads = [f for f in form.getlist("files") if not isinstance(f, str)]
         if not uploads:
             raise APIError(400, "no files: send them in the multipart field 'files'", field="files")
-        folder = service.upload_folder()
+        job_id = new_job_id()
+        folder = service.upload_folder(job_id)
         names: dict[str, str] = {}
         try:
             for i, up in enumerate(uploads):
@@ -516,7 +528,13 @@ def create_app(
             raise
         finally:
             await form.close()
-        job = service.insert_files(folder, names, {"files": list(names.values())})
+        try:
+            job = service.insert_files(job_id, folder, names, {"files": list(names.values())})
+        except BaseException:  # not accepted: the files go
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         return await _job_response(job, wait)
 
     @app.delete("/documents/{doc_id}", tags=["documents"], responses=ERRORS, status_code=202)
@@ -546,17 +564,21 @@ def create_app(
 
     @app.get("/jobs/{job_id}", tags=["documents"], responses=ERRORS)
     def get_job(job_id: str, _: str = Depends(can_read)) -> dict[str, Any]:
-        """A write's state (`queued`, `running`, `waiting` for another writer, `done`, `failed`),
-        its progress per stage (what the CLI draws) and its result or error."""
-        job = service.writer.get(job_id)
-        if job is None:
+        """A write's state (`queued`, `running`, `waiting` for another writer or a model server,
+        named in `waiting_for`, `done`, `failed`), its progress per stage (what the CLI draws)
+        and its result or error. Jobs are stored in the index: they survive a restart (an
+        unfinished one is resumed, `resumed: true`), and finished ones are kept for the
+        server's job retention (default 7 days)."""
+        snap = service.job(job_id)
+        if snap is None:
+            days = service.job_retention_s / 86400
             raise APIError(
                 404,
-                f"no job {job_id!r} (jobs are kept in memory until the server stops)",
+                f"no job {job_id!r}; finished jobs are kept {days:g} day(s) (--job-retention-days)",
                 field="job_id",
                 kind="not_found",
             )
-        return service.writer.snapshot(job)
+        return snap
 
     # -- the index -------------------------------------------------------------
     @app.get("/methods", tags=["index"], responses=ERRORS)

@@ -9,14 +9,16 @@ commit reads the new generation, one that started before finishes on the old one
 files are leased), so readers never see a half-written index. Writes go to the
 :class:`~paretorag.server.jobs.Writer`, whose RAG has its own embedder, so embedding a
 large insert does not hold up the queries' embedding.
+
+Writes are durable jobs (:mod:`paretorag.jobtable`): a Service opened on an index whose
+last server stopped with jobs queued or running resumes them, in order, before any new
+one (:attr:`Service.resumed` says which, as the start-up log does).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import logging
 import queue
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,15 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, IndexFormatError
-from ..ingest import read_paths
+from ..jobtable import DEFAULT_RETENTION_S, UPLOADS, JobTable
 from ..manifest import FILENAME, Manifest
 from ..providers.base import LLM, Embedder
 from ..providers.embedders import make_embedder
 from ..providers.llm import make_llm
 from ..rag import RAG
+from ..store import Store
 from ..types import Document
 from .errors import APIError
-from .jobs import Job, JobProgress, Writer
+from .jobs import Job, Writer, new_job_id
+from .writes import delete_work, files_work, insert_work, resume
+
+log = logging.getLogger("paretorag.server")
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,8 @@ class Service:
     write_wait : bool or float
         A write waits for another process's writer lock (``True``), fails at once
         (``False``), or waits that many seconds.
+    job_retention_s : float
+        How long finished jobs stay in the index's jobs table (``GET /jobs/{id}``).
     """
 
     def __init__(
@@ -143,6 +151,7 @@ class Service:
         limits: Limits | None = None,
         create: bool = False,
         on_job_finish: Callable[[Job], None] | None = None,
+        job_retention_s: float = DEFAULT_RETENTION_S,
     ) -> None:
         self.root = Path(index)
         self.limits = limits or Limits()
@@ -161,8 +170,17 @@ class Service:
         self._llm: LLM = llm if llm is not None and not isinstance(llm, str) else make_llm(llm or config.llm)
         self._writer_embedder = embedder  # None: the writer loads its own (see the module doc)
         self.write_wait = write_wait
+        if job_retention_s <= 0:
+            raise ConfigError(f"job retention must be positive, got {job_retention_s:g} s; e.g. 7 days")
+        self.job_retention_s = job_retention_s
         self.pool = ReaderPool(self._open_reader, readers, reader_wait_s)
-        self.writer = Writer(self._open_writer, on_finish=on_job_finish)
+        self._jobs_store = Store(self.root)  # the jobs table's own connection (request threads write it)
+        self.jobs = JobTable(self._jobs_store)
+        self.jobs.prune(job_retention_s)  # finished jobs past their retention
+        self.writer = Writer(
+            self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
+        )
+        self.resumed: list[str] = resume(self.root, self.jobs, self.writer)
 
     def _open_reader(self) -> RAG:
         return RAG.open(self.root, create=False, llm=self._llm, embedder=self._embedder)
@@ -174,72 +192,59 @@ class Service:
 
     # -- writes ----------------------------------------------------------------
     def insert_documents(self, docs: Sequence[Document], detail: dict[str, Any]) -> Job:
-        def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
-            report = rag.insert(list(docs), progress=progress)
-            return _report(report, rag, [d.doc_id for d in docs])
+        """Insert JSON records: stored with the job, one transaction, before the 202."""
+        docs = list(docs)
+        job_id = new_job_id()
+        work = insert_work(self.jobs, job_id, lambda: (docs, []), resumed=False)
+        return self.writer.submit(
+            "insert",
+            detail,
+            work,
+            job_id=job_id,
+            inputs={"source": "records", "documents": len(docs)},
+            docs=docs,
+        )
 
-        return self.writer.submit("insert", detail, work)
+    def upload_folder(self, job_id: str) -> Path:
+        """Where the files of upload ``job_id`` are saved until its job ends (in the index
+        directory, so that a restarted server finds them)."""
+        folder = self.root / UPLOADS / job_id
+        folder.mkdir(parents=True)
+        return folder
 
-    def insert_files(self, folder: Path, names: dict[str, str], detail: dict[str, Any]) -> Job:
-        """Insert uploaded files saved under ``folder`` (removed afterwards); ``names`` maps the
-        saved paths to the uploaded file names, which the documents' sources then show."""
-
-        def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
-            try:
-                docs, problems = read_paths(list(names))
-                docs = [dataclasses.replace(d, source=_upload_source(d.source, names)) for d in docs]
-                report = rag.insert(docs, progress=progress)
-                report.problems = [*problems, *report.problems]
-                return _report(report, rag, [d.doc_id for d in docs], names)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-
-        return self.writer.submit("insert", detail, work)
+    def insert_files(self, job_id: str, folder: Path, names: dict[str, str], detail: dict[str, Any]) -> Job:
+        """Insert uploaded files saved under ``folder`` (removed when the job ends); ``names``
+        maps the saved paths to the uploaded file names, which the documents' sources then show."""
+        rel = {str(Path(p).relative_to(self.root)): n for p, n in names.items()}
+        work = files_work(self.jobs, job_id, folder, names, resumed=False)
+        return self.writer.submit(
+            "insert",
+            detail,
+            work,
+            job_id=job_id,
+            inputs={"source": "files", "files": rel, "documents": len(names)},
+        )
 
     def delete_document(self, doc_id: str) -> Job:
-        def work(rag: RAG, progress: JobProgress) -> dict[str, Any]:
-            removed = rag.delete([doc_id], progress=progress)
-            return {
-                "deleted": removed,
-                "documents": int(rag.manifest.counts.get("documents", 0)),
-                "chunks": int(rag.manifest.counts.get("chunks", 0)),
-                "generation": rag.manifest.generation,
-            }
+        job_id = new_job_id()
+        return self.writer.submit(
+            "delete",
+            {"doc_id": doc_id},
+            delete_work([doc_id], resumed=False),
+            job_id=job_id,
+            inputs={"doc_ids": [doc_id]},
+        )
 
-        return self.writer.submit("delete", {"doc_id": doc_id}, work)
-
-    def upload_folder(self) -> Path:
-        return Path(tempfile.mkdtemp(prefix="paretorag-upload-"))
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """A job's JSON: this server's, or one an earlier server stored (within the retention)."""
+        job = self.writer.get(job_id)
+        return None if job is None else self.writer.snapshot(job)
 
     def close(self) -> None:
         self.writer.close()
         self.pool.close()
-
-
-def _upload_source(source: str, names: dict[str, str]) -> str:
-    """``/tmp/paretorag-upload-x/000/a.json#3`` -> ``upload:a.json#3``."""
-    path, hash_, rest = source.partition("#")
-    return f"upload:{names.get(path, Path(path).name)}" + (hash_ + rest if hash_ else "")
-
-
-def _report(report: Any, rag: RAG, doc_ids: list[str], names: dict[str, str] | None = None) -> dict[str, Any]:
-    problems = []
-    for p in report.problems:
-        text = str(p)
-        for saved, original in (names or {}).items():  # name the uploaded file, not where it was saved
-            text = text.replace(saved, original)
-        problems.append(text)
-    return {
-        "added": report.added,
-        "unchanged": report.unchanged,
-        "doc_ids": doc_ids,
-        "problems": problems,
-        "committed": report.committed,
-        "documents": int(rag.manifest.counts.get("documents", 0)),
-        "chunks": int(rag.manifest.counts.get("chunks", 0)),
-        "generation": rag.manifest.generation,
-        "seconds": round(report.seconds, 3),
-    }
+        if not self.writer.running:  # a job still running keeps the table's connection
+            self._jobs_store.close()
 
 
 def records_to_documents(payload: Any) -> list[Document]:

@@ -176,6 +176,7 @@ async function ask(ev) {
         const payload = data ? JSON.parse(data) : {};
         if (event === "contexts") { renderContexts(payload.contexts); $("answer").textContent = ""; }
         else if (event === "token") { streamed += payload.text; $("answer").textContent = streamed; }
+        else if (event === "wait") $("answer").textContent = streamed || `(${payload.message})`;
         else if (event === "done") renderDone(payload);
         else if (event === "error") show($("error"), `${payload.status}: ${payload.message}`);
       }
