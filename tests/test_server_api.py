@@ -127,6 +127,9 @@ def test_methods_stats_healthz_metrics(base_index):
     with client(base_index) as c:
         methods = {m["name"]: m for m in c.get("/methods").json()["methods"]}
         assert methods["vanilla"]["available"] and not methods["e2graphrag"]["available"]
+        assert [n for n, m in methods.items() if m["recommended"]] == ["fusion"]
+        assert not methods["fusion"]["available"]  # this index has no entity graph: vanilla answers
+        assert c.post("/query", json={"question": "herons", "context_only": True}).json()["method"] == "vanilla"
         stats = c.get("/stats").json()
         cli = CliRunner().invoke(cli_app, ["inspect", "--index", str(base_index), "--json"])
         assert set(stats) == set(json.loads(cli.stdout)) and len(stats["documents"]) == 6
@@ -134,10 +137,10 @@ def test_methods_stats_healthz_metrics(base_index):
         c.post("/query", json={"question": "herons", "method": "vanilla"})
         c.post("/query", json={"question": "herons", "k": 0})
         text = c.get("/metrics").text
-    assert 'paretorag_requests_total{route="/query",verb="POST",status="200"} 1' in text
+    assert 'paretorag_requests_total{route="/query",verb="POST",status="200"} 2' in text
     assert 'paretorag_requests_total{route="/query",verb="POST",status="400"} 1' in text
-    assert 'paretorag_query_seconds_count{method="vanilla"} 1' in text
-    assert 'paretorag_query_seconds_bucket{method="vanilla",le="+Inf"} 1' in text
+    assert 'paretorag_query_seconds_count{method="vanilla"} 2' in text
+    assert 'paretorag_query_seconds_bucket{method="vanilla",le="+Inf"} 2' in text
     assert 'paretorag_llm_tokens_total{method="vanilla",kind="prompt"}' in text
     assert "paretorag_index_documents 6" in text
 
