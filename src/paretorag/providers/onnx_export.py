@@ -167,4 +167,18 @@ def export(model_path: Path, folder: Path) -> dict[str, Any]:
     return meta
 
 
-__all__ = ["REFERENCE_TEXTS", "export"]
+def main() -> None:
+    """``python -m paretorag.providers.onnx_export``: make the export now (e.g. while building
+    an image) instead of at the first embedding, and print its folder and cosines."""
+    from .embedders import default_model_path
+    from .onnx_embedder import ensure_export
+
+    found = ensure_export(default_model_path())
+    print(json.dumps({"folder": str(found.folder), "cosine_min": found.meta["cosine_min"]}))
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["REFERENCE_TEXTS", "export", "main"]
