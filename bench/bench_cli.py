@@ -52,7 +52,7 @@ def musique_index(cache: Path) -> tuple[Path, list[str]]:
     ix = cache / "musique_dev200-index"
     with RAG.open(ix, methods=["vanilla", "entity-walk"]) as rag:
         rag.index(ds.documents())  # nothing to do once built
-    return ix, [q.question for q in ds.questions]
+    return ix, [q.text for q in ds.questions]
 
 
 def cli_times(ix: Path, repeats: int) -> dict[str, dict[str, dict[str, float]]]:

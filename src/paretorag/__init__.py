@@ -23,6 +23,7 @@ from .methods.base import Method, QueryOptions, Retrieval, available_methods, ge
 from .providers.base import Completion, Message, Request, Task
 from .providers.embedders import HashEmbedder, SentenceTransformerEmbedder
 from .providers.llm import ExtractiveLLM, FakeLLM, OpenAILLM
+from .providers.onnx_embedder import OnnxEmbedder
 from .rag import RAG, IndexReport
 from .types import Answer, Budget, Chunk, Citation, ContextItem, Document, Scored, Usage
 
@@ -51,6 +52,7 @@ __all__ = [
     "Method",
     "MissingDependencyError",
     "MissingStructureError",
+    "OnnxEmbedder",
     "OpenAILLM",
     "ParetoragError",
     "ProviderError",

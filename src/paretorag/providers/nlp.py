@@ -231,9 +231,11 @@ def import_spacy() -> Any:
     import os
     import sys
 
+    from .onnx_embedder import BACKEND_ENV
+
     if "spacy" in sys.modules:
         return sys.modules["spacy"]
-    hide = "torch" not in sys.modules and os.environ.get("PARETORAG_EMBEDDER_BACKEND", "").lower() != "torch"
+    hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
     if hide:
         sys.modules["torch"] = None  # type: ignore[assignment]  # the import system's "not installed"
     try:

@@ -149,8 +149,8 @@ def ensure_export(model_path: Path) -> Export:
         if found is not None:
             return found
         print(
-            f"paretorag: exporting {model_path.name} to ONNX once (fp32 and int8, about 10-20 s; "
-            f"needs torch) into {folder}",
+            f"paretorag: exporting the embedder {model_path} to ONNX, once (fp32 and int8, about "
+            f"10-20 s; needs torch) into {folder}",
             file=sys.stderr,
             flush=True,
         )
@@ -251,6 +251,7 @@ class OnnxEmbedder(WindowedEmbedder):
         self._dim: int | None = None
         self._session: Any = None
         self._torch: Any = None  # the torch embedder, when the ONNX path cannot serve
+        self._enc_tok: Any = None
         self._load_lock = threading.Lock()
         self.export: Export | None = None
         self.backend = "unloaded"  # "onnx-fp32", "onnx-int8" or "torch" once loaded
@@ -308,15 +309,15 @@ class OnnxEmbedder(WindowedEmbedder):
         return list(tok.encode_batch(list(texts)))
 
     def _tokenizer(self) -> Any:
-        tok = getattr(self, "_enc_tok", None)
-        if tok is None:
+        """The model's tokenizer for forward passes: special tokens, truncated to its window."""
+        if self._enc_tok is None:
             from tokenizers import Tokenizer
 
             tok = Tokenizer.from_file(str(self.path / "tokenizer.json"))
             tok.no_padding()
             tok.enable_truncation(self._max_seq)
             self._enc_tok = tok
-        return tok
+        return self._enc_tok
 
     def _hidden(self, encs: list[Any]) -> list[F32]:
         """Last-layer states of each encoding (with [CLS]/[SEP]), batched by length."""
