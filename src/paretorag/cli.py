@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -23,12 +23,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .distributed import LOCAL, RayCluster
 from .errors import ConfigError, IndexFormatError, ParetoragError
 from .progress import RichProgress
-from .providers.llm import make_llm
-from .rag import RAG, IndexReport
-from .store import Store
+
+if TYPE_CHECKING:  # imported where used: `--help` loads no index, model or array library
+    from .rag import RAG, IndexReport
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
@@ -67,6 +66,8 @@ NoWaitOpt = typer.Option(
 
 def _open(index_dir: Path, no_wait: bool, **kwargs: Any) -> RAG:
     """Open an index for writing: wait for another writer (saying whom), or fail with --no-wait."""
+    from .rag import RAG
+
     return RAG.open(index_dir, wait=not no_wait, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]"), **kwargs)
 
 
@@ -75,6 +76,8 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
     if rag is None or not index_dir.exists():
         err.print("[yellow]interrupted[/]: nothing was stored")
     else:
+        from .store import Store
+
         try:
             store = Store(index_dir)  # the RAG's own connection is closed by now
             stored = store.counts()["documents"]
@@ -181,6 +184,8 @@ def index(
     ),
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
+    from .distributed import RayCluster
+
     rag = None
     cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
@@ -346,6 +351,9 @@ def query(
         else:
             if index_dir is None:
                 raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
+            from .providers.llm import make_llm
+            from .rag import RAG
+
             answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
             with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
                 ans = rag.query(
@@ -377,6 +385,9 @@ def chat(
     An empty line is skipped; end with Ctrl-D (end of input). A question that fails prints
     its error and the next one is read.
     """
+    from .providers.llm import make_llm
+    from .rag import RAG
+
     interactive = sys.stdin.isatty()
     try:
         answer_llm = make_llm(llm) if llm else None
@@ -430,6 +441,8 @@ def inspect(
     ),
 ) -> None:
     """Show documents, chunks, structures, sizes, models and LLM usage per stage."""
+    from .rag import RAG
+
     try:
         with RAG.open(index_dir, create=False) as rag:
             if check:
@@ -666,6 +679,10 @@ def optional_ray_address(argv: list[str]) -> list[str]:
     >>> optional_ray_address(["index", "a.md", "--ray", "auto"])
     ['index', 'a.md', '--ray', 'auto']
     """
+    if "--ray" not in argv:
+        return list(argv)
+    from .distributed import LOCAL
+
     out: list[str] = []
     for i, arg in enumerate(argv):
         out.append(arg)
