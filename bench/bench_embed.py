@@ -8,7 +8,7 @@ how it is spread), each backend's smallest and mean cosine to the torch vectors,
 p50 of embedding one question (the query path). Prints one JSON object.
 Usage::
 
-    .venv/bin/python bench/bench_embed.py [--passages 512] [--rounds 3] [--subset musique]
+    .venv/bin/python bench/bench_embed.py [--passages 512] [--rounds 3] [--subset musique] [--threads 1]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from paretorag.providers.embedders import SentenceTransformerEmbedder
-from paretorag.providers.onnx_embedder import OnnxEmbedder, session_threads
+from paretorag.providers.onnx_embedder import THREADS_ENV, OnnxEmbedder, session_threads
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPORA = {
@@ -41,7 +41,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--subset", choices=sorted(CORPORA), default="musique")
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of every backend (default: torch's and the machine's)",
+    )
     args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        os.environ[THREADS_ENV] = str(args.threads)
     cfile, qfile = CORPORA[args.subset]
     rows = json.loads((DATA / cfile).read_text())[: args.passages]
     texts = [f"{r['title']}\n{r['text']}" for r in rows]
@@ -84,6 +95,7 @@ def main() -> None:
         "rounds": args.rounds,
         "cpus": len(os.sched_getaffinity(0)),
         "onnx_threads": session_threads(),
+        "torch_threads": args.threads or "default",
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "passages_per_s": {n: round(len(texts) / s, 1) for n, s in best.items()},
         "speedup_vs_torch": {n: round(best["torch"] / s, 2) for n, s in best.items()},
