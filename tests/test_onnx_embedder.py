@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from paretorag.errors import ConfigError
+from paretorag.errors import ConfigError, EmbedderError, MissingDependencyError
 from paretorag.providers import onnx_embedder as ox
 from paretorag.providers.embedders import SentenceTransformerEmbedder, make_embedder
 
@@ -115,6 +115,18 @@ def test_falls_back_to_torch_when_the_export_does_not_match(tmp_path, monkeypatc
     strict = ox.OnnxEmbedder(fallback=False)
     strict.load()
     assert strict.backend == "onnx-fp32"  # asked for ONNX: served although it is far
+
+
+def test_an_export_that_cannot_be_made_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARETORAG_CACHE_DIR", str(tmp_path))  # no export there
+
+    def no_torch(path):
+        raise MissingDependencyError("exporting needs torch: pip install torch")
+
+    monkeypatch.setattr(ox, "ensure_export", no_torch)
+    monkeypatch.setattr(ox, "_installed", lambda module: module != "torch")
+    with pytest.raises(EmbedderError, match="needs torch: pip install torch"):
+        make_embedder("minilm").embed(["x"])
 
 
 def test_backend_setting(monkeypatch):

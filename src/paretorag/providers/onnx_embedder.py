@@ -56,11 +56,18 @@ def backend_setting() -> str:
     return value
 
 
-def onnx_available() -> bool:
-    """Whether onnxruntime and tokenizers can be imported (without importing them)."""
+def _installed(module: str) -> bool:
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # in sys.modules without a spec (None: marked as missing)
+        return sys.modules.get(module) is not None
+
+
+def onnx_available() -> bool:
+    """Whether onnxruntime and tokenizers can be imported (without importing them)."""
+    return _installed("onnxruntime") and _installed("tokenizers")
 
 
 def source_key(model_path: Path) -> str:
@@ -281,10 +288,10 @@ class OnnxEmbedder(WindowedEmbedder):
         try:
             export = ensure_export(self.path)
         except (EmbedderError, MissingDependencyError, RuntimeError, OSError, ValueError) as exc:
-            if not self.fallback:
-                raise EmbedderError(
-                    f"cannot export {self.path} to ONNX ({exc}); set {BACKEND_ENV}=torch to embed with torch"
-                ) from exc
+            has_torch = _installed("torch")
+            if not self.fallback or not has_torch:
+                hint = f"; set {BACKEND_ENV}=torch to embed with torch" if has_torch else ""
+                raise EmbedderError(f"cannot export {self.path} to ONNX ({exc}){hint}") from exc
             self._use_torch(f"the ONNX export failed ({exc})")
             return
         self.export = export

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MissingDependencyError
 from .onnx_embedder import EXPORT_VERSION, META, VARIANTS, OnnxEmbedder, file_sha256
 
 OPSET = 17
@@ -122,9 +123,16 @@ def export(model_path: Path, folder: Path) -> dict[str, Any]:
         ("TOKENIZERS_PARALLELISM", "false"),
     ):
         os.environ.setdefault(key, value)
-    import onnxruntime
-    import torch
-    from transformers.utils import logging as hf_logging
+    try:
+        import onnx  # noqa: F401  (the quantizer's)
+        import onnxruntime
+        import torch
+        from transformers.utils import logging as hf_logging
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"exporting {model_path} to ONNX needs torch, transformers, onnx and onnxruntime ({exc}); "
+            f"install them, or copy an export made on another machine into {folder}"
+        ) from exc
 
     hf_logging.disable_progress_bar()
 
