@@ -83,4 +83,4 @@ serve-demo: setup
 	$(BIN)/paretorag serve --index demo-index
 
 clean:
-	rm -rf $(VENV) demo-index .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-index .pytest_cache .mypy_cache .ruff_cache .cache

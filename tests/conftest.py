@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,26 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data"
 
+# MiniLM's ONNX export (made once, ~15 s) in a git-ignored folder of the checkout, not the
+# user's cache; subprocesses started by tests inherit it
+os.environ.setdefault("PARETORAG_CACHE_DIR", str(ROOT / ".cache" / "tests"))
+
 
 @pytest.fixture(scope="session")
 def minilm():
     from paretorag.providers.embedders import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="session")
+def onnx_minilm():
+    """MiniLM on ONNX Runtime, fp32 (exported into the tests' cache on first use)."""
+    from paretorag.providers.onnx_embedder import OnnxEmbedder
+
+    emb = OnnxEmbedder()
+    emb.load()
+    return emb
 
 
 @pytest.fixture(scope="session")

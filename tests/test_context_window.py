@@ -67,7 +67,10 @@ def test_cli_prints_the_warning_on_stderr(tmp_path, monkeypatch):
 
     rag = _index(tmp_path, FakeLLM(["ok [1]"], context_window=800))
     rag.close()
-    monkeypatch.setattr(cli, "make_llm", lambda spec: FakeLLM(["ok [1]"], context_window=800))
+    # the CLI imports make_llm when a command runs (not at start-up)
+    monkeypatch.setattr(
+        "paretorag.providers.llm.make_llm", lambda spec: FakeLLM(["ok [1]"], context_window=800)
+    )
     r = CliRunner().invoke(cli.app, ["query", "river water", "--index", str(tmp_path / "ix"), "--llm", "x"])
     assert r.exit_code == 0, r.output
     assert "context window" in r.stderr and "context window" not in r.stdout

@@ -29,6 +29,7 @@ def test_public_names_are_stable():
         "Method",
         "MissingDependencyError",
         "MissingStructureError",
+        "OnnxEmbedder",
         "OpenAILLM",
         "ParetoragError",
         "ProviderError",

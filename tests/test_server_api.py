@@ -129,7 +129,9 @@ def test_methods_stats_healthz_metrics(base_index):
         assert methods["vanilla"]["available"] and not methods["e2graphrag"]["available"]
         assert [n for n, m in methods.items() if m["recommended"]] == ["fusion"]
         assert not methods["fusion"]["available"]  # this index has no entity graph: vanilla answers
-        assert c.post("/query", json={"question": "herons", "context_only": True}).json()["method"] == "vanilla"
+        assert (
+            c.post("/query", json={"question": "herons", "context_only": True}).json()["method"] == "vanilla"
+        )
         stats = c.get("/stats").json()
         cli = CliRunner().invoke(cli_app, ["inspect", "--index", str(base_index), "--json"])
         assert set(stats) == set(json.loads(cli.stdout)) and len(stats["documents"]) == 6

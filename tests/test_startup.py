@@ -10,7 +10,7 @@ import textwrap
 
 from paretorag import RAG
 
-HEAVY = ("torch", "sentence_transformers", "transformers", "spacy")
+HEAVY = ("torch", "sentence_transformers", "transformers", "spacy", "onnxruntime", "faiss")
 
 # runs CLI commands in-process, then reports which heavy libraries were imported
 SCRIPT = textwrap.dedent(
@@ -48,10 +48,29 @@ def test_help_version_inspect_and_delete_load_no_model(tmp_path, minilm):
         rag.index([tmp_path / "a.md", tmp_path / "b.md"])
         doc_id = next(d["doc_id"] for d in rag.documents() if d["title"] == "b")
     i = ["--index", str(ix)]
-    assert _run([["--help"], ["--version"], ["inspect", *i], ["inspect", *i, "--documents"]]) == []
-    assert _run([["delete", doc_id, *i]]) == []
+    assert (
+        _run([["--help"], ["--version"], ["methods"], ["inspect", *i], ["inspect", *i, "--documents"]]) == []
+    )
+    assert _run([["delete", doc_id, *i]]) == ["faiss"]  # it writes the remaining chunks' faiss file
     with RAG.open(ix, create=False) as rag:
         assert [d["title"] for d in rag.documents()] == ["a"]
         assert rag.manifest.counts["vector_dim"] == 384
         ans = rag.query("Where does the snowy owl live?", context_only=True)  # the model loads here
         assert ans.contexts[0].title == "a"
+
+
+def test_query_on_the_onnx_path_imports_no_torch(tmp_path, minilm):
+    """An index embedded by torch, queried by ONNX (same model name): the answer needs no torch."""
+    (tmp_path / "a.md").write_text("# A\n\nThe snowy owl lives in the Arctic tundra. It hunts lemmings.")
+    (tmp_path / "b.md").write_text("# B\n\nHoney bees dance to share where flowers are.")
+    ix = tmp_path / "ix"
+    with RAG.open(ix, embedder=minilm, methods=["vanilla", "entity-walk"]) as rag:
+        rag.index([tmp_path / "a.md", tmp_path / "b.md"])
+    q = ["query", "Where does the snowy owl live?", "--index", str(ix), "--json"]
+    assert _run([q, [*q, "--method", "entity-walk"]]) == ["faiss", "onnxruntime", "spacy"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PARETORAG_EMBEDDER_BACKEND": "torch"}
+    r = subprocess.run(
+        [sys.executable, "-m", "paretorag.cli", *q], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["contexts"][0]["title"] == "a"

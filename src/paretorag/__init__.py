@@ -5,6 +5,8 @@ The public API is this flat namespace (guarded by ``tests/test_public_api.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigError,
     DamagedIndexError,
@@ -19,12 +21,58 @@ from .errors import (
     QuestionError,
     StorageError,
 )
-from .methods.base import Method, QueryOptions, Retrieval, available_methods, get_method, register
-from .providers.base import Completion, Message, Request, Task
-from .providers.embedders import HashEmbedder, SentenceTransformerEmbedder
-from .providers.llm import ExtractiveLLM, FakeLLM, OpenAILLM
-from .rag import RAG, IndexReport
-from .types import Answer, Budget, Chunk, Citation, ContextItem, Document, Scored, Usage
+
+if TYPE_CHECKING:
+    from .methods.base import Method, QueryOptions, Retrieval, available_methods, get_method, register
+    from .providers.base import Completion, Message, Request, Task
+    from .providers.embedders import HashEmbedder, SentenceTransformerEmbedder
+    from .providers.llm import ExtractiveLLM, FakeLLM, OpenAILLM
+    from .providers.onnx_embedder import OnnxEmbedder
+    from .rag import RAG, IndexReport
+    from .types import Answer, Budget, Chunk, Citation, ContextItem, Document, Scored, Usage
+
+# the rest of the namespace is imported on first use, so that `paretorag --help` loads no
+# numpy, scipy or model library (PEP 562)
+_LAZY = {
+    "Method": ".methods.base",
+    "QueryOptions": ".methods.base",
+    "Retrieval": ".methods.base",
+    "available_methods": ".methods.base",
+    "get_method": ".methods.base",
+    "register": ".methods.base",
+    "Completion": ".providers.base",
+    "Message": ".providers.base",
+    "Request": ".providers.base",
+    "Task": ".providers.base",
+    "HashEmbedder": ".providers.embedders",
+    "SentenceTransformerEmbedder": ".providers.embedders",
+    "ExtractiveLLM": ".providers.llm",
+    "FakeLLM": ".providers.llm",
+    "OpenAILLM": ".providers.llm",
+    "OnnxEmbedder": ".providers.onnx_embedder",
+    "IndexReport": ".rag",
+    "RAG": ".rag",
+    "Answer": ".types",
+    "Budget": ".types",
+    "Chunk": ".types",
+    "Citation": ".types",
+    "ContextItem": ".types",
+    "Document": ".types",
+    "Scored": ".types",
+    "Usage": ".types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'paretorag' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
@@ -51,6 +99,7 @@ __all__ = [
     "Method",
     "MissingDependencyError",
     "MissingStructureError",
+    "OnnxEmbedder",
     "OpenAILLM",
     "ParetoragError",
     "ProviderError",

@@ -1,4 +1,4 @@
-"""The ``paretorag`` command line: index, query, insert, delete, repair, inspect, eval, serve, train-router.
+"""The ``paretorag`` command line: index, query, chat, insert, delete, repair, inspect, eval, serve, train-router.
 
 Results go to stdout; progress bars, warnings and errors go to stderr, so
 ``paretorag query ... --json > answer.json`` holds only the answer. Every piece of
@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -24,12 +24,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .distributed import LOCAL, RayCluster
 from .errors import ConfigError, IndexFormatError, ParetoragError
 from .progress import RichProgress
-from .providers.llm import make_llm
-from .rag import RAG, IndexReport
-from .store import Store
+
+if TYPE_CHECKING:  # imported where used: `--help` loads no index, model or array library
+    from .rag import RAG, IndexReport
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Cheap, good graph-based RAG with citations."
@@ -87,6 +86,8 @@ def _llm_max_wait(seconds: float | None) -> None:
 
 def _open(index_dir: Path, no_wait: bool, command: str = "", **kwargs: Any) -> RAG:
     """Open an index for writing: wait for another writer (saying whom), or fail with --no-wait."""
+    from .rag import RAG
+
     rag = RAG.open(
         index_dir, wait=not no_wait, on_wait=lambda msg: err.print(f"[yellow]{_text(msg)}[/]"), **kwargs
     )
@@ -115,6 +116,8 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
     if rag is None or not index_dir.exists():
         err.print("[yellow]interrupted[/]: nothing was stored")
     else:
+        from .store import Store
+
         try:
             store = Store(index_dir)  # the RAG's own connection is closed by now
             stored = store.counts()["documents"]
@@ -225,6 +228,8 @@ def index(
     llm_max_wait: float | None = LLMMaxWaitOpt,
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files)."""
+    from .distributed import RayCluster
+
     rag = None
     cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
@@ -332,68 +337,173 @@ def _note_default(rag: RAG, method: str) -> None:
         )
 
 
+def _print_answer(data: dict[str, Any], context_only: bool) -> None:
+    """An answer's JSON (``Answer.to_json``, or a server's ``POST /query``) for a reader."""
+    if not context_only and data.get("answered_by") == "reader":
+        head, _, rest = str(data["text"]).partition("\n")
+        out.print(f"[bold]{_text(head)}[/]" + (f"\n{_text(rest.strip())}" if rest.strip() else ""))
+        found = "" if data.get("found") else " (not found)"
+        out.print(f"[dim]confidence {data.get('confidence') or 0.0:.2f}{found}[/]\n")
+    elif not context_only:
+        out.print(f"[bold]{_text(data['text'])}[/]\n")
+    for i, c in enumerate(data["contexts"], start=1):
+        snippet = " ".join(str(c["text"]).split())[:160]
+        out.print(
+            f"[cyan]\\[{i}][/] {_text(c['title'])} ({_text(c['chunk_id'])}, score {float(c['score']):.3f}): "
+            f"{_text(snippet)}"
+        )
+    for w in data.get("warnings", []):
+        err.print(f"[yellow]warning[/] {_text(w)}")
+    u = data.get("usage", {})
+    out.print(
+        f"\n[dim]{_text(data['method'])} / {_text(data['mode'])} ({_text(data['branch'])}); "
+        f"{u.get('llm_calls', 0)} LLM call(s), {u.get('prompt_tokens', 0)}+{u.get('completion_tokens', 0)} "
+        f"tokens; {float(data.get('timings_ms', {}).get('total', 0.0)):.0f} ms[/]"
+    )
+
+
+MethodOpt = typer.Option(
+    None,
+    "--method",
+    "-m",
+    help="Retrieval method (default: the recommended one, `fusion`, where the index has it built).",
+)
+KOpt = typer.Option(None, "-k", "--top-k", help="Passages to retrieve (method default if omitted).")
+BudgetOpt = typer.Option(None, "--budget", help="Context budget in tokens.")
+ContextOnlyOpt = typer.Option(False, "--context-only", help="Retrieve only; no answer.")
+ReaderOpt = typer.Option(
+    None,
+    "--reader",
+    help="Who answers: reader (short answer + evidence, offline), extractive (evidence sentences) or "
+    "llm (the --llm / index LLM). Default: the LLM when it generates, else the reader.",
+)
+AnswerLLMOpt = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's.")
+
+
 @app.command()
 def query(
     question: str = typer.Argument(..., help="The question."),
-    index_dir: Path = IndexOpt,
-    method: str | None = typer.Option(
-        None,
-        "--method",
-        "-m",
-        help="Retrieval method (default: the recommended one, `fusion`, where the index has it built).",
+    index_dir: Path | None = typer.Option(
+        None, "--index", "-i", help="An existing index directory (see `paretorag index`)."
     ),
-    k: int | None = typer.Option(
-        None, "-k", "--top-k", help="Passages to retrieve (method default if omitted)."
-    ),
-    budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
-    llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
-    context_only: bool = typer.Option(False, "--context-only", help="Retrieve only; no answer."),
-    reader: str | None = typer.Option(
-        None,
-        "--reader",
-        help="Who answers: reader (short answer + evidence, offline), extractive (evidence sentences) or "
-        "llm (the --llm / index LLM). Default: the LLM when it generates, else the reader.",
-    ),
+    method: str | None = MethodOpt,
+    k: int | None = KOpt,
+    budget: int | None = BudgetOpt,
+    llm: str | None = AnswerLLMOpt,
+    context_only: bool = ContextOnlyOpt,
+    reader: str | None = ReaderOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     llm_max_wait: float | None = LLMMaxWaitOpt,
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        help="Ask a running `paretorag serve` at this URL (e.g. http://127.0.0.1:8000) instead of "
+        "loading the index here: no model loads in this process.",
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="PARETORAG_API_KEY", help="Key for --server (also $PARETORAG_API_KEY)."
+    ),
 ) -> None:
     """Answer a question with citations."""
     try:
         if k is not None and k < 1:
             raise ConfigError(f"-k/--top-k must be a positive integer, got {k}; e.g. -k 5")
         _llm_max_wait(llm_max_wait)
-        answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
-        with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
-            if method is None:
-                method = rag.default_method()
-                _note_default(rag, method)
-            ans = rag.query(
-                question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
-            )
+        if server is not None:
+            if llm:
+                raise ConfigError("--llm cannot be used with --server: the server answers with its own LLM")
+            from .client import ask
+
+            body = {"question": question, "method": method, "k": k, "budget": budget}
+            body |= {"context_only": context_only, "reader": reader}
+            data = ask(server, body, api_key=api_key or "")
+        else:
+            if index_dir is None:
+                raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
+            from .providers.llm import make_llm
+            from .rag import RAG
+
+            answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
+            with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
+                if method is None:
+                    method = rag.default_method()
+                    _note_default(rag, method)
+                ans = rag.query(
+                    question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
+                )
+            data = ans.to_json()
     except ParetoragError as exc:
         _fail(exc)
         return
     if as_json:
-        sys.stdout.write(json.dumps(ans.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         return
-    if not context_only and ans.short is not None:
-        head, _, rest = ans.text.partition("\n")
-        out.print(f"[bold]{_text(head)}[/]" + (f"\n{_text(rest.strip())}" if rest.strip() else ""))
-        out.print(f"[dim]confidence {ans.confidence or 0.0:.2f}{'' if ans.found else ' (not found)'}[/]\n")
-    elif not context_only:
-        out.print(f"[bold]{_text(ans.text)}[/]\n")
-    for i, c in enumerate(ans.contexts, start=1):
-        snippet = " ".join(c.text.split())[:160]
-        out.print(
-            f"[cyan]\\[{i}][/] {_text(c.title)} ({_text(c.chunk_id)}, score {c.score:.3f}): {_text(snippet)}"
-        )
-    for w in ans.warnings:
-        err.print(f"[yellow]warning[/] {_text(w)}")
-    total = ans.usage.total
-    out.print(
-        f"\n[dim]{_text(ans.method)} / {_text(ans.mode)} ({_text(ans.branch)}); {total.calls} LLM call(s), "
-        f"{total.prompt_tokens}+{total.completion_tokens} tokens; {ans.timings['total'] * 1000:.0f} ms[/]"
-    )
+    _print_answer(data, context_only)
+
+
+@app.command()
+def chat(
+    index_dir: Path = IndexOpt,
+    method: str | None = MethodOpt,
+    k: int | None = KOpt,
+    budget: int | None = BudgetOpt,
+    llm: str | None = AnswerLLMOpt,
+    context_only: bool = ContextOnlyOpt,
+    reader: str | None = ReaderOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per line (JSON Lines)."),
+) -> None:
+    """Answer questions read from stdin, one per line, in one process (the models load once).
+
+    An empty line is skipped; end with Ctrl-D (end of input). A question that fails prints
+    its error and the next one is read.
+    """
+    from .providers.llm import make_llm
+    from .rag import RAG
+
+    interactive = sys.stdin.isatty()
+    try:
+        answer_llm = make_llm(llm) if llm else None
+        rag = RAG.open(index_dir, create=False, llm=answer_llm)
+    except ParetoragError as exc:
+        _fail(exc)
+        return
+    with rag:
+        if method is None:
+            method = rag.default_method()
+            _note_default(rag, method)
+        if interactive:
+            err.print(f"[dim]{_text(index_dir)}: one question per line, Ctrl-D to end[/]")
+        failed = 0
+        while True:
+            if interactive:
+                err.print("[bold]?[/] ", end="")
+            line = sys.stdin.readline()
+            if not line:
+                break
+            question = line.strip()
+            if not question:
+                continue
+            try:
+                ans = rag.query(
+                    question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
+                )
+            except ParetoragError as exc:
+                failed += 1
+                err.print(f"[bold red]error:[/] {_text(exc)}")
+                if as_json:
+                    sys.stdout.write(json.dumps({"question": question, "error": str(exc)}) + "\n")
+                    sys.stdout.flush()
+                continue
+            if as_json:
+                sys.stdout.write(
+                    json.dumps({"question": question, **ans.to_json()}, ensure_ascii=False) + "\n"
+                )
+                sys.stdout.flush()
+            else:
+                _print_answer(ans.to_json(), context_only)
+                out.print()
+    if failed:
+        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -406,6 +516,8 @@ def inspect(
     ),
 ) -> None:
     """Show documents, chunks, structures, sizes, models and LLM usage per stage."""
+    from .rag import RAG
+
     try:
         with RAG.open(index_dir, create=False) as rag:
             if check:
@@ -719,6 +831,10 @@ def optional_ray_address(argv: list[str]) -> list[str]:
     >>> optional_ray_address(["index", "a.md", "--ray", "auto"])
     ['index', 'a.md', '--ray', 'auto']
     """
+    if "--ray" not in argv:
+        return list(argv)
+    from .distributed import LOCAL
+
     out: list[str] = []
     for i, arg in enumerate(argv):
         out.append(arg)

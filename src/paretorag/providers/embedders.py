@@ -188,12 +188,92 @@ def window_spans(offsets: Sequence[tuple[int, int]], text: str, max_tokens: int)
     return spans
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded offline from a local path.
-
-    Texts longer than the model's window (256 word-pieces for MiniLM) are split into
-    windows at word boundaries, each window embedded, and the window vectors
+class WindowedEmbedder:
+    """What every local transformer embedder shares: texts longer than the model's
+    window are split at word boundaries, each window embedded, and the window vectors
     mean-pooled then L2-normalized, so no text is silently truncated.
+
+    Subclasses give ``tokenizer``, ``dim``, ``max_tokens`` (word-pieces per window, special
+    tokens left out), ``_encode(pieces)`` (normalized vectors) and ``_encode_tokens(pieces)``
+    (per piece: token embeddings, character offsets, normalized vector; specials dropped).
+    """
+
+    tokenizer: Any
+    name: str
+
+    @property
+    def dim(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def max_tokens(self) -> int:
+        raise NotImplementedError
+
+    def _encode(self, texts: list[str]) -> F32:
+        raise NotImplementedError
+
+    def _encode_tokens(self, pieces: list[str]) -> list[tuple[F32, npt.NDArray[np.int64], F32]]:
+        raise NotImplementedError
+
+    def windows(self, text: str) -> list[str]:
+        """The windows a text is embedded in (one window when it fits)."""
+        offsets = self.tokenizer.offsets(text)
+        return [text[a:b] for a, b in window_spans(offsets, text, self.max_tokens)]
+
+    def embed(self, texts: list[str]) -> F32:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, text in enumerate(texts):
+            wins = self.windows(text) if len(text) > self.max_tokens else [text]
+            pieces.extend(wins)
+            owner.extend([i] * len(wins))
+        vecs = self._encode(pieces)
+        if len(pieces) == len(texts):
+            return vecs
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(out, np.asarray(owner), vecs)
+        return _normalize(out)
+
+    def token_embeddings(self, texts: list[str]) -> list[TokenEmbeddings]:
+        """One forward pass per text (per window of a text longer than the model reads).
+
+        Each window is encoded as :meth:`embed` encodes it, so ``vector`` equals
+        ``embed([text])[0]`` (to float rounding); ``tokens`` are the windows' word-piece
+        embeddings in text order, so every character of a long text is covered by the
+        pass of exactly one window.
+        """
+        pieces: list[tuple[int, int, int]] = []  # (text, start, end)
+        for i, text in enumerate(texts):
+            spans = window_spans(self.tokenizer.offsets(text), text, self.max_tokens)
+            pieces.extend((i, a, b) for a, b in spans)
+        outs = self._encode_tokens([texts[i][a:b] for i, a, b in pieces]) if pieces else []
+        tok_parts: list[list[F32]] = [[] for _ in texts]
+        off_parts: list[list[npt.NDArray[np.int64]]] = [[] for _ in texts]
+        vec = np.zeros((len(texts), self.dim), dtype=np.float32)
+        n_win = np.zeros(len(texts), dtype=np.int64)
+        for (i, a, _), (tokens, offsets, v) in zip(pieces, outs, strict=True):
+            tok_parts[i].append(tokens)
+            off_parts[i].append(offsets + a)
+            vec[i] += v
+            n_win[i] += 1
+        vec = np.where(n_win[:, None] > 1, _normalize(vec), vec).astype(np.float32)
+        return [
+            TokenEmbeddings(
+                vec[i],
+                np.concatenate(tok_parts[i]) if tok_parts[i] else np.zeros((0, self.dim), np.float32),
+                np.concatenate(off_parts[i]) if off_parts[i] else np.zeros((0, 2), np.int64),
+            )
+            for i in range(len(texts))
+        ]
+
+
+class SentenceTransformerEmbedder(WindowedEmbedder):
+    """A sentence-transformers model (torch) loaded offline from a local path.
+
+    Texts longer than the model's window (256 word-pieces for MiniLM) are embedded in
+    windows (:class:`WindowedEmbedder`).
 
     Parameters
     ----------
@@ -281,59 +361,6 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-
-    def windows(self, text: str) -> list[str]:
-        """The windows a text is embedded in (one window when it fits)."""
-        offsets = self.tokenizer.offsets(text)
-        return [text[a:b] for a, b in window_spans(offsets, text, self.max_tokens)]
-
-    def embed(self, texts: list[str]) -> F32:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        pieces: list[str] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            wins = self.windows(text) if len(text) > self.max_tokens else [text]
-            pieces.extend(wins)
-            owner.extend([i] * len(wins))
-        vecs = self._encode(pieces)
-        if len(pieces) == len(texts):
-            return vecs
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        np.add.at(out, np.asarray(owner), vecs)
-        return _normalize(out)
-
-    def token_embeddings(self, texts: list[str]) -> list[TokenEmbeddings]:
-        """One forward pass per text (per window of a text longer than the model reads).
-
-        Each window is encoded as :meth:`embed` encodes it, so ``vector`` equals
-        ``embed([text])[0]`` (to float rounding); ``tokens`` are the windows' word-piece
-        embeddings in text order, so every character of a long text is covered by the
-        pass of exactly one window.
-        """
-        pieces: list[tuple[int, int, int]] = []  # (text, start, end)
-        for i, text in enumerate(texts):
-            spans = window_spans(self.tokenizer.offsets(text), text, self.max_tokens)
-            pieces.extend((i, a, b) for a, b in spans)
-        outs = self._encode_tokens([texts[i][a:b] for i, a, b in pieces]) if pieces else []
-        tok_parts: list[list[F32]] = [[] for _ in texts]
-        off_parts: list[list[npt.NDArray[np.int64]]] = [[] for _ in texts]
-        vec = np.zeros((len(texts), self.dim), dtype=np.float32)
-        n_win = np.zeros(len(texts), dtype=np.int64)
-        for (i, a, _), (tokens, offsets, v) in zip(pieces, outs, strict=True):
-            tok_parts[i].append(tokens)
-            off_parts[i].append(offsets + a)
-            vec[i] += v
-            n_win[i] += 1
-        vec = np.where(n_win[:, None] > 1, _normalize(vec), vec).astype(np.float32)
-        return [
-            TokenEmbeddings(
-                vec[i],
-                np.concatenate(tok_parts[i]) if tok_parts[i] else np.zeros((0, self.dim), np.float32),
-                np.concatenate(off_parts[i]) if off_parts[i] else np.zeros((0, 2), np.int64),
-            )
-            for i in range(len(texts))
-        ]
 
     def _encode_tokens(self, pieces: list[str]) -> list[tuple[F32, npt.NDArray[np.int64], F32]]:
         """(token embeddings, character offsets, normalized vector) of each piece, specials dropped."""
@@ -460,9 +487,21 @@ class OpenAIEmbedder:
 
 
 def make_embedder(spec: str | None) -> Any:
-    """An embedder from a spec: None/"minilm" (default), "hash[:DIM]", "st:PATH", "openai:MODEL:DIM"."""
+    """An embedder from a spec: None/"minilm" (default), "minilm-int8", "hash[:DIM]", "st:PATH",
+    "openai:MODEL:DIM".
+
+    ``minilm`` runs on ONNX Runtime when its export gives the torch vectors, else on torch
+    (``$PARETORAG_EMBEDDER_BACKEND``, :mod:`paretorag.providers.onnx_embedder`); both have
+    the same name, so an index embedded by one is queried by the other.
+    """
     if spec is None or spec in ("minilm", DEFAULT_MODEL):
-        return SentenceTransformerEmbedder()
+        from .onnx_embedder import minilm
+
+        return minilm()
+    if spec in ("minilm-int8", f"{DEFAULT_MODEL}-int8"):
+        from .onnx_embedder import minilm
+
+        return minilm("int8")
     if spec.startswith("hash"):
         _, _, dim = spec.partition(":")
         return HashEmbedder(int(dim) if dim else 64)
@@ -475,4 +514,6 @@ def make_embedder(spec: str | None) -> Any:
                 f"embedder spec {spec!r}: use openai:MODEL:DIM, e.g. openai:text-embedding-3-small:1536"
             )
         return OpenAIEmbedder(parts[1], dim=int(parts[2]))
-    raise ConfigError(f"unknown embedder {spec!r}; use minilm, hash[:DIM], st:PATH or openai:MODEL:DIM")
+    raise ConfigError(
+        f"unknown embedder {spec!r}; use minilm, minilm-int8, hash[:DIM], st:PATH or openai:MODEL:DIM"
+    )

