@@ -129,6 +129,7 @@ def test_methods_stats_healthz_metrics(base_index):
         assert methods["vanilla"]["available"] and not methods["e2graphrag"]["available"]
         assert [n for n, m in methods.items() if m["recommended"]] == ["fusion"]
         assert not methods["fusion"]["available"]  # this index has no entity graph: vanilla answers
+        assert [n for n, m in methods.items() if m["default"]] == ["vanilla"]
         assert (
             c.post("/query", json={"question": "herons", "context_only": True}).json()["method"] == "vanilla"
         )

@@ -74,3 +74,36 @@ def test_query_on_the_onnx_path_imports_no_torch(tmp_path, minilm):
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["contexts"][0]["title"] == "a"
+
+
+def test_spacy_is_imported_without_torch_for_its_thread_only() -> None:
+    """While one thread imports spaCy without torch, another thread sees torch as installed
+    (an index build imports scikit-learn and scipy in other threads meanwhile)."""
+    code = textwrap.dedent(
+        """
+        import importlib.util, json, sys, threading
+        from paretorag.providers import nlp
+        seen = {}
+        refuse = nlp._NoTorchHere.find_spec
+        def spy(self, name, path=None, target=None):
+            if name == "torch" and not seen:
+                def other():  # reads only: the import lock is held here
+                    seen["entry"] = repr(sys.modules.get("torch", "absent"))
+                t = threading.Thread(target=other)
+                t.start()
+                t.join()
+            return refuse(self, name, path, target)
+        nlp._NoTorchHere.find_spec = spy
+        nlp.import_spacy()
+        import thinc.compat
+        seen["thinc_torch"] = thinc.compat.has_torch
+        seen["loaded"] = "torch" in sys.modules
+        seen["findable"] = importlib.util.find_spec("torch") is not None  # refused to that import only
+        print(json.dumps(seen))
+        """
+    )
+    env = {**os.environ, "PARETORAG_EMBEDDER_BACKEND": "auto"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"entry": "'absent'", "findable": True, "thinc_torch": False, "loaded": False}

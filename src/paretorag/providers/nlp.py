@@ -35,7 +35,10 @@ The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
 
 from __future__ import annotations
 
+import importlib.abc
+import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -219,30 +222,41 @@ _LOCK = threading.Lock()
 _PIPELINES: dict[tuple[str, tuple[str, ...], bool, str, bool], Language] = {}
 
 
+class _NoTorchHere(importlib.abc.MetaPathFinder):
+    """An import finder that refuses ``torch`` to one thread only (the one importing spaCy)."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if (name == "torch" or name.startswith("torch.")) and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
 def import_spacy() -> Any:
     """spaCy, imported without torch unless torch is loaded already or embeds here.
 
     thinc, spaCy's layer library, imports torch when it is installed (about a second)
     though ``en_core_web_sm`` runs on thinc's numpy ops only; a query that loads spaCy to
-    read its passages would pay for torch without using it. So while spaCy is imported,
-    ``import torch`` fails, except when torch is loaded already or
-    ``$PARETORAG_EMBEDDER_BACKEND=torch`` (a thread may be importing it to embed).
+    read its passages would pay for torch without using it. So while this thread imports
+    spaCy, its ``import torch`` fails (an import finder that refuses torch to this thread
+    alone: other threads, which may be importing scipy or torch meanwhile, see nothing),
+    except when torch is loaded already or ``$PARETORAG_EMBEDDER_BACKEND=torch``.
     """
-    import os
-    import sys
-
     from .onnx_embedder import BACKEND_ENV
 
     if "spacy" in sys.modules:
         return sys.modules["spacy"]
     hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
-    if hide:
-        sys.modules["torch"] = None  # type: ignore[assignment]  # the import system's "not installed"
+    finder = _NoTorchHere() if hide else None
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
     try:
         import spacy
     finally:
-        if hide and "torch" in sys.modules and sys.modules["torch"] is None:
-            del sys.modules["torch"]
+        if finder is not None:
+            sys.meta_path.remove(finder)
     return spacy
 
 

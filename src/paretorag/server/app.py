@@ -583,12 +583,14 @@ def create_app(
     # -- the index -------------------------------------------------------------
     @app.get("/methods", tags=["index"], responses=ERRORS)
     def methods(_: str = Depends(can_read)) -> dict[str, Any]:
-        """Every registered method, and whether this index has its structures (`available`)."""
+        """Every registered method, whether this index has its structures (`available`), the
+        recommended one, and the `default` (what POST /query uses without a method)."""
         from .. import catalog
 
         with service.pool.reader() as rag:
             rag.view  # noqa: B018  (follows the latest commit)
             built = {"vectors", *rag.manifest.structures}
+            default = rag.default_method()
         rows = []
         for row in catalog.methods():
             requires = list(row.get("requires", []))
@@ -601,6 +603,7 @@ def create_app(
                     "paper": row.get("paper", ""),
                     "doc": row.get("doc", ""),
                     "recommended": bool(row.get("recommended", False)),
+                    "default": row["name"] == default,
                 }
             )
         return {"methods": rows}

@@ -67,10 +67,9 @@ async function loadMethods() {
     opt.title = m.doc || "";
     sel.appendChild(opt);
   }
-  // the recommended method where it is built, as `paretorag query` without --method
-  const rec = methods.find((m) => m.recommended && m.available);
-  const first = methods.find((m) => m.available);
-  sel.value = methods.some((m) => m.name === current && m.available) ? current : (rec || first || { name: "vanilla" }).name;
+  // the server's default (the recommended method where it is built), as `paretorag query` without --method
+  const byDefault = methods.find((m) => m.default) || methods.find((m) => m.available) || { name: "vanilla" };
+  sel.value = methods.some((m) => m.name === current && m.available) ? current : byDefault.name;
 }
 
 // -- asking -------------------------------------------------------------------
