@@ -221,3 +221,22 @@ def test_on_long_documents_fusion_keeps_the_entity_walks_order(tmp_path: Path) -
         walk, _ = rag.retrieve(QUESTION, "entity-walk", k=4)
     assert fused.scored.ids.tolist() == walk.scored.ids.tolist()
     assert fused.branch == "the entity walk's order (a corpus of long documents)"
+
+
+def test_index_without_files_adds_a_methods_structures_to_an_existing_index(tmp_path: Path) -> None:
+    root = tmp_path / "ix"
+    docs = [make_document(t, x, "test", presplit=True) for t, x in FILMS[:4]]
+    with RAG.open(root, embedder="hash:64") as rag:
+        rag.index(docs)
+        assert "bm25" not in rag.manifest.structures
+    runner = CliRunner()
+    bare = runner.invoke(app, ["index", "--index", str(root)])
+    assert bare.exit_code != 0 and "--methods" in bare.output
+    out = runner.invoke(app, ["index", "--index", str(root), "--methods", "bm25"])
+    assert out.exit_code == 0, out.output
+    assert "built bm25 for the 4 documents" in out.stdout
+    with RAG.open(root, create=False) as rag:
+        assert "bm25" in rag.manifest.structures and len(rag.store.all_document_ids()) == 4
+        assert rag.retrieve(QUESTION, "bm25", k=2)[1]
+    missing = runner.invoke(app, ["index", "--index", str(tmp_path / "nothing"), "--methods", "bm25"])
+    assert missing.exit_code != 0

@@ -181,10 +181,33 @@ def _report(report: IndexReport, rag: RAG) -> None:
     )
 
 
+def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings: list[str]) -> None:
+    """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
+    names = _methods(methods)
+    if not names:
+        raise ConfigError(
+            "index needs files or folders to add, or --methods to build for the documents already in "
+            f"--index (e.g. `paretorag index --index {index_dir} --methods fusion`)"
+        )
+    rag = _open(
+        index_dir, no_wait, "index", create=False, methods=names, builders=_builder_settings(settings)
+    )
+    try:
+        with rag, RichProgress() as progress:
+            rag.build(progress=progress)  # the methods were added when it opened
+            _notes(rag)
+            n_docs = len(rag.store.all_document_ids())
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
+    out.print(f"built {', '.join(names)} for the {n_docs} documents in {_text(index_dir)}")
+
+
 @app.command()
 def index(
-    paths: list[Path] = typer.Argument(
-        ..., help="Files or directories (.txt .md .html .pdf .docx .json .jsonl)."
+    paths: list[Path] | None = typer.Argument(
+        None,
+        help="Files or directories (.txt .md .html .pdf .docx .json .jsonl). Without any, --methods "
+        "builds what those methods need for the documents already in --index.",
     ),
     index_dir: Path = NewIndexOpt,
     methods: str | None = typer.Option(
@@ -234,6 +257,9 @@ def index(
     cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
     try:
         _llm_max_wait(llm_max_wait)
+        if not paths:
+            _build_methods(index_dir, no_wait, methods, settings)
+            return
         rag = _open(
             index_dir,
             no_wait,
@@ -333,7 +359,7 @@ def _note_default(rag: RAG, method: str) -> None:
     if method != rec:
         err.print(
             f"[dim]note: answering with {method!r}; the recommended method {rec!r} is not built in this "
-            f"index (add it with `paretorag index PATH... --index {rag.root} --methods {rec}`)[/]"
+            f"index (add it with `paretorag index --index {rag.root} --methods {rec}`)[/]"
         )
 
 

@@ -243,7 +243,7 @@ class RAG(IndexSession):
 
             raise MissingStructureError(
                 f"method {method!r} needs {', '.join(missing)}, not built in {self.root}; run "
-                f"`paretorag index PATH... --index {self.root} --methods {method}` (or RAG.open(..., methods=[{method!r}]).build())"
+                f"`paretorag index --index {self.root} --methods {method}` (or RAG.open(..., methods=[{method!r}]).build())"
             )
         b = budget if isinstance(budget, Budget) else Budget(budget)
         opts = QueryOptions(k=k, budget=b)
