@@ -90,7 +90,7 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     exe = [sys.executable, "-m", "paretorag.cli"]
     ix = str(tmp_path / "demo-index")
     r = subprocess.run(
-        [*exe, "index", "README.md", "docs", "--index", ix],
+        [*exe, "index", "README.md", "docs", "--index", ix, "--methods", "fusion"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -109,12 +109,13 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert len(data["contexts"]) == 3 and data["citations"]
+    assert data["method"] == "fusion"  # the recommended method, as `make demo` asks without --method
     assert data["contexts"][0]["title"] == "README"
     assert data["found"] and "SIGKILL" in data["answer"] and data["citations"][0]["title"] == "README"
     makefile = (ROOT / "Makefile").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme
-    assert "paretorag index README.md docs" in makefile
+    assert "paretorag index README.md docs --index demo-index --methods fusion" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
