@@ -216,3 +216,29 @@ def test_version_help_texts_and_delete_hint(tmp_path):
     assert f"paretorag inspect --index {ix} --documents" in r.stderr
     r = runner.invoke(app, ["inspect", "--index", ix])
     assert "--documents" in r.stdout
+
+
+def test_no_library_debug_lines_on_the_console(tmp_path):
+    """bm25s sets its own logger to DEBUG; the CLI prints none of it (stderr holds progress only)."""
+    src = _corpus(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    exe = [sys.executable, "-m", "paretorag.cli"]
+    ix = str(tmp_path / "ix")
+    r = subprocess.run(
+        [*exe, "index", str(src), "--index", ix, "--embedder", "hash", "--methods", "bm25"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    q = subprocess.run(
+        [*exe, "query", "otters", "--index", ix, "--method", "bm25", "--context-only"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert q.returncode == 0, q.stderr
+    for out in (r.stdout, r.stderr, q.stdout, q.stderr):
+        assert "DEBUG" not in out and "Building index from IDs" not in out

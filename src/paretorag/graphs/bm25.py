@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -69,9 +70,18 @@ def _snowball() -> Callable[[list[str]], list[str]]:
     return lambda words: [stem(w) for w in words]
 
 
+def _bm25s() -> Any:
+    """``bm25s``, its logger at WARNING: it sets its own to DEBUG, so that "Building index from
+    IDs" reached the console at every index and query."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
 def tokenize(texts: Sequence[str], settings: dict[str, Any]) -> list[list[str]]:
     """The BM25 terms of each text under the stored tokenizer ``settings`` (see the module)."""
-    import bm25s
+    bm25s = _bm25s()
 
     stemmer = settings.get("stemmer", "snowball")
     stopwords = settings.get("stopwords", "english")
@@ -126,7 +136,7 @@ def bm25_from_tokens(
     method: str = "lucene",
 ) -> StructureData:
     """The BM25 structure of chunks already tokenized with ``settings`` (:func:`tokenize`)."""
-    import bm25s
+    bm25s = _bm25s()
 
     if method not in METHODS:
         raise ConfigError(f"bm25 method must be one of {METHODS}, got {method!r}")
