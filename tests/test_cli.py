@@ -242,3 +242,10 @@ def test_no_library_debug_lines_on_the_console(tmp_path):
     assert q.returncode == 0, q.stderr
     for out in (r.stdout, r.stderr, q.stdout, q.stderr):
         assert "DEBUG" not in out and "Building index from IDs" not in out
+
+
+def test_serve_without_the_serve_extra_names_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the serve extra were not installed
+    r = runner.invoke(app, ["serve", "--index", str(tmp_path / "ix")])
+    assert r.exit_code != 0
+    assert "pip install 'paretorag[serve]'" in r.output and "Traceback" not in r.output

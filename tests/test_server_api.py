@@ -284,6 +284,7 @@ def test_limits_and_bad_requests(index):
         assert big.status_code == 413 and big.json()["error"]["field"] == "body"
         up = c.post("/documents", files=[("files", ("big.txt", b"word " * 2000))])
         assert up.status_code == 413 and "split the upload" in up.json()["error"]["message"]
+        assert "--max-upload-mb" in up.json()["error"]["message"]
         assert (
             c.post("/query", content=b"{nope", headers={"content-type": "application/json"}).status_code
             == 422

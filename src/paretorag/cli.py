@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .errors import ConfigError, IndexFormatError, ParetoragError
+from .errors import ConfigError, IndexFormatError, MissingDependencyError, ParetoragError
 from .progress import RichProgress
 
 if TYPE_CHECKING:  # imported where used: `--help` loads no index, model or array library
@@ -764,9 +764,15 @@ def serve(
 ) -> None:
     """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
     try:
-        import uvicorn
+        try:
+            import uvicorn
 
-        from .server import KeyRing, Limits, create_app
+            from .server import KeyRing, Limits, create_app
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"paretorag serve needs the serve extra ({exc.name or 'fastapi/uvicorn'} is not installed): "
+                "pip install 'paretorag[serve]'"
+            ) from None
 
         _llm_max_wait(llm_max_wait)
         retention_days = _retention_days(job_retention_days)

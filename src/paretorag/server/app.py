@@ -120,7 +120,11 @@ class BodyLimit:
         too_big = APIError(
             413,
             f"the request body is larger than {limit:,} bytes; send less"
-            + (" (split the upload into several requests)" if limit == self.limits.max_upload_bytes else ""),
+            + (
+                " (split the upload into several requests, or start the server with a larger --max-upload-mb)"
+                if limit == self.limits.max_upload_bytes
+                else ""
+            ),
             field="body",
             kind="too_large",
         )
