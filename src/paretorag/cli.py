@@ -351,16 +351,19 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
         _interrupted(rag, index_dir)
 
 
-def _note_default(rag: RAG, method: str) -> None:
-    """One line on stderr when the recommended method is not built and another one answers."""
+def _method_or_default(rag: RAG, method: str | None) -> str:
+    """``--method``, else the index's default, saying on stderr when the recommended one is not built."""
+    if method is not None:
+        return method
     from .methods import recommended_method
 
-    rec = recommended_method()
+    method, rec = rag.default_method(), recommended_method()
     if method != rec:
         err.print(
             f"[dim]note: answering with {method!r}; the recommended method {rec!r} is not built in this "
             f"index (add it with `paretorag index --index {rag.root} --methods {rec}`)[/]"
         )
+    return method
 
 
 def _print_answer(data: dict[str, Any], context_only: bool) -> None:
@@ -451,9 +454,7 @@ def query(
 
             answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
             with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
-                if method is None:
-                    method = rag.default_method()
-                    _note_default(rag, method)
+                method = _method_or_default(rag, method)
                 ans = rag.query(
                     question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
                 )
@@ -494,9 +495,7 @@ def chat(
         _fail(exc)
         return
     with rag:
-        if method is None:
-            method = rag.default_method()
-            _note_default(rag, method)
+        method = _method_or_default(rag, method)
         if interactive:
             err.print(f"[dim]{_text(index_dir)}: one question per line, Ctrl-D to end[/]")
         failed = 0

@@ -8,6 +8,8 @@ methods list the structures they ``require`` and ``index`` builds only those.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import ConfigError
@@ -121,3 +123,51 @@ def available_builders() -> list[str]:
 def get_builder(name: str, **params: Any) -> Builder:
     """A builder by registered name; unknown settings raise ConfigError listing the valid ones."""
     return builder_class(name)().set_params(**params)
+
+
+COMMIT_EVERY = 256  # per-text results written to the index's cache at a time
+
+
+@dataclass
+class CachedRun:
+    """What :func:`cached_per_text` found: each text's value, in order, and what this run did."""
+
+    values: list[Any]
+    n_tokens: int  # tokens processed by this run (not the cached texts')
+    computed: int  # texts processed by this run
+
+
+def cached_per_text(
+    ctx: BuildContext,
+    prefix: str,
+    salt: str,
+    texts: list[str],
+    extract: Callable[[list[str]], Iterable[tuple[Any, int]]],
+    label: str,
+) -> CachedRun:
+    """Per-text results (spaCy extractions) cached in the index by text and ``salt``.
+
+    ``extract`` runs on the texts the cache lacks (each once) and yields ``(value, n_tokens)``
+    per text; results are committed every ``COMMIT_EVERY`` texts, so a killed build does not
+    redo them, and an insert runs on its new texts only.
+    """
+    from ..store import text_hash
+
+    keys = [f"{prefix}:{text_hash(salt + chr(0) + t)}" for t in texts]
+    cached = ctx.cache_get(sorted(set(keys)))
+    todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
+    n_tokens = 0
+    fresh: list[tuple[str, Any]] = []
+    with ctx.progress.task(label, total=len(todo)) as bar:
+        for i, (value, n) in zip(todo, extract([texts[i] for i in todo]), strict=True):
+            fresh.append((keys[i], {"sentences": value, "n_tokens": n}))
+            n_tokens += n
+            bar.advance()
+            if len(fresh) >= COMMIT_EVERY:  # committed batches are not redone after a crash
+                ctx.cache_put(fresh)
+                cached.update(fresh)
+                fresh = []
+    if fresh:
+        ctx.cache_put(fresh)
+        cached.update(fresh)
+    return CachedRun([cached[k]["sentences"] for k in keys], n_tokens, len(todo))

@@ -44,14 +44,12 @@ from ..errors import ConfigError
 from ..graph import Graph
 from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
-from ..store import text_hash
 from ..structures import graph_to_structure
-from .base import BuildContext, Builder, StructureData, register_builder
+from .base import BuildContext, Builder, StructureData, cached_per_text, register_builder
 
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02
 AUTO_MIN_DOCUMENTS = 10
-COMMIT_EVERY = 256  # extracted chunks written to the cache at a time
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -241,30 +239,16 @@ class EntityGraph(Builder):
         # per-chunk results are cached by chunk text and extractor settings, so an insert
         # runs spaCy on its new chunks only and a delete on none (the graph is re-assembled)
         salt = self._cache_salt(extractor)
-        keys = [f"entities:{text_hash(salt + chr(0) + t)}" for t in chunks.texts]
-        cached = ctx.cache_get(sorted(set(keys)))
-        todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
-        n_tokens = 0
-        fresh: list[tuple[str, Any]] = []
-        texts = [chunks.texts[i] for i in todo]
         cluster = getattr(ctx, "cluster", None)  # Ray tasks (paretorag.distributed) or here
-        if cluster is not None:
-            found = cluster.extract(extractor.worker_settings(), texts)
-        else:
-            found = ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
-        with ctx.progress.task("entity graph (spaCy)", total=len(todo)) as bar:
-            for i, (sentences, n) in zip(todo, found, strict=True):
-                fresh.append((keys[i], {"sentences": sentences, "n_tokens": n}))
-                n_tokens += n
-                bar.advance()
-                if len(fresh) >= COMMIT_EVERY:  # committed batches are not redone after a crash
-                    ctx.cache_put(fresh)
-                    cached.update(fresh)
-                    fresh = []
-        if fresh:
-            ctx.cache_put(fresh)
-            cached.update(fresh)
-        per_chunk = [cached[k]["sentences"] for k in keys]
+
+        def extract(texts: list[str]) -> Iterable[tuple[Any, int]]:
+            if cluster is not None:
+                return cluster.extract(extractor.worker_settings(), texts)
+            return ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
+
+        run = cached_per_text(ctx, "entities", salt, list(chunks.texts), extract, "entity graph (spaCy)")
+        per_chunk = run.values
+        n_tokens = run.n_tokens
         seconds_nlp = time.perf_counter() - t0
         dropped: set[str] = set()
         if max_df < 1:
@@ -279,8 +263,8 @@ class EntityGraph(Builder):
             "spacy_seconds": round(seconds_nlp, 4),
             "spacy_tokens_per_s": round(n_tokens / seconds_nlp, 1) if seconds_nlp > 0 else 0.0,
             "n_process": extractor.n_process,
-            "chunks_extracted": len(todo),
-            "chunks_from_cache": len(chunks) - len(todo),
+            "chunks_extracted": run.computed,
+            "chunks_from_cache": len(chunks) - run.computed,
             "dropped_frequent": len(dropped),
             "max_df": max_df,
         }

@@ -57,12 +57,10 @@ from ..graph import Graph
 from ..params import check_positive_int
 from ..providers.nlp import MODEL
 from ..providers.nlp_ner import SKIP_LABELS, SentenceEntities, extract_sentence_entities
-from ..store import text_hash
 from ..structures import StructureData, graph_from_structure, graph_to_structure, pack_texts, unpack_texts
-from .base import BuildContext, Builder, register_builder
+from .base import BuildContext, Builder, cached_per_text, register_builder
 
 STRUCTURE = "linear_graph"
-COMMIT_EVERY = 256  # passages written to the NER cache at a time
 
 
 @dataclass(frozen=True)
@@ -260,27 +258,20 @@ class LinearGraph(Builder):
         t0 = time.perf_counter()
         # per-passage NER is cached by text and settings: an insert runs spaCy on new passages only
         salt = json.dumps({"model": MODEL, "v": self._extract_version, "skip": list(skip)}, sort_keys=True)
-        keys = [f"linear_ner:{text_hash(salt + chr(0) + t)}" for t in texts]
-        cached = ctx.cache_get(sorted(set(keys)))
-        todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in cached}.values())
-        n_tokens = 0
-        fresh: list[tuple[str, Any]] = []
-        found = extract_sentence_entities([texts[i] for i in todo], batch_size=batch_size, skip=skip)
-        with ctx.progress.task("linear graph (spaCy NER)", total=len(todo)) as bar:
-            for i, (sents, n) in zip(todo, found, strict=True):
-                fresh.append((keys[i], {"sentences": [[s, e] for s, e in sents], "n_tokens": n}))
-                n_tokens += n
-                bar.advance()
-                if len(fresh) >= COMMIT_EVERY:  # committed batches are not redone after a crash
-                    ctx.cache_put(fresh)
-                    cached.update(fresh)
-                    fresh = []
-        if fresh:
-            ctx.cache_put(fresh)
-            cached.update(fresh)
+        run = cached_per_text(
+            ctx,
+            "linear_ner",
+            salt,
+            list(texts),
+            lambda todo: (
+                ([[s, e] for s, e in sents], n)
+                for sents, n in extract_sentence_entities(todo, batch_size=batch_size, skip=skip)
+            ),
+            "linear graph (spaCy NER)",
+        )
         seconds_nlp = time.perf_counter() - t0
         per_passage: list[SentenceEntities] = [
-            [(str(s), [str(e) for e in ents]) for s, ents in cached[k]["sentences"]] for k in keys
+            [(str(s), [str(e) for e in ents]) for s, ents in sentences] for sentences in run.values
         ]
         parts = assemble(per_passage, texts, adjacent)
         t1 = time.perf_counter()
@@ -292,11 +283,11 @@ class LinearGraph(Builder):
             "entities": len(parts.entities),
             "sentences": len(parts.sentences),
             "adjacent_edges": int(parts.adjacent[0].size),
-            "spacy_tokens": n_tokens,
+            "spacy_tokens": run.n_tokens,
             "spacy_seconds": round(seconds_nlp, 4),
             "embed_seconds": round(seconds_embed, 4),
-            "chunks_extracted": len(todo),
-            "chunks_from_cache": len(texts) - len(todo),
+            "chunks_extracted": run.computed,
+            "chunks_from_cache": len(texts) - run.computed,
             "passage_entity_edges": int(parts.counts.nnz),
         }
         return trigraph_structure(

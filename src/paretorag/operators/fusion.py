@@ -34,6 +34,7 @@ question set disjoint from its dev file, ``popqa[400:]``) by ``paretorag train-r
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -294,7 +295,9 @@ def _links(corpus: CorpusText, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.fl
     return links
 
 
-_CONTROLLER: list[ThreadpoolController] = []
+@functools.cache
+def _controller() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 def one_blas_thread() -> Any:
@@ -304,9 +307,7 @@ def one_blas_thread() -> Any:
     each one and take the cores from the next query's embedding (on two cores the query
     took twice as long).
     """
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def _bipartite(index: IndexView) -> sp.csr_matrix:
