@@ -742,7 +742,7 @@ def serve(
         help="API keys, one per line (ro:KEY for read-only); also $PARETORAG_API_KEYS.",
     ),
     llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
-    readers: int = typer.Option(4, "--readers", help="Queries served at once (one reading index each)."),
+    readers: int = typer.Option(4, "--readers", help="Queries served at once (all share one loaded index)."),
     create: bool = typer.Option(False, "--create", help="Create an empty index if DIR has none."),
     no_wait: bool = typer.Option(
         False, "--no-wait", help="Fail a write at once if another process is writing (default: wait)."

@@ -591,6 +591,13 @@ class LoadedIndex:
         self._memo: dict[str, Any] = {}
         self._query_vectors: dict[str, FloatArray] = {}
         self._structures: dict[str, StructureData] = {}
+        # threads sharing this view load each structure and memo once: one lock per key
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _once(self, key: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
 
     def embed_query(self, text: str) -> FloatArray:
         vec = self._query_vectors.get(text)
@@ -618,6 +625,13 @@ class LoadedIndex:
         return self.vectors.matrix[rows]
 
     def structure(self, name: str) -> StructureData:
+        found = self._structures.get(name)
+        if found is not None:
+            return found
+        with self._once("structure:" + name):
+            return self._load_structure(name)
+
+    def _load_structure(self, name: str) -> StructureData:
         if name not in self._structures:
             info = self.manifest.structures.get(name)
             if info is None:
@@ -630,9 +644,12 @@ class LoadedIndex:
         return self._structures[name]
 
     def cached(self, key: str, factory: Callable[[], Any]) -> Any:
-        if key not in self._memo:
-            self._memo[key] = factory()
-        return self._memo[key]
+        if key in self._memo:
+            return self._memo[key]
+        with self._once("memo:" + key):
+            if key not in self._memo:
+                self._memo[key] = factory()
+            return self._memo[key]
 
     def llm(self, stage: str) -> LLM:
         return self._llm_for(stage)

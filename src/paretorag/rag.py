@@ -36,7 +36,7 @@ from .providers.embedders import make_embedder
 from .providers.extractive import ExtractiveLLM
 from .reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
 from .repair import recover_manifest
-from .session import IndexReport, IndexSession, manifest_stamp
+from .session import QUERY_USAGE, IndexReport, IndexSession, manifest_stamp
 from .settings import OpenSettings
 from .store import Store
 from .types import Answer, Budget, Citation, Context, ContextItem, Usage
@@ -247,9 +247,13 @@ class RAG(IndexSession):
             )
         b = budget if isinstance(budget, Budget) else Budget(budget)
         opts = QueryOptions(k=k, budget=b)
-        self._query_usage = Usage()
-        r = m.retrieve(view, question, opts)
-        r.usage = self._query_usage
+        usage = Usage()  # the LLM calls this question's retrieval makes, in this thread only
+        token = QUERY_USAGE.set(usage)
+        try:
+            r = m.retrieve(view, question, opts)
+        finally:
+            QUERY_USAGE.reset(token)
+        r.usage = usage
         items = (
             r.items
             if r.items is not None
@@ -390,6 +394,7 @@ class RAG(IndexSession):
             confidence=read.confidence if read is not None else None,
             found=read.found if read is not None else None,
             answered_by=who if who in ("", "reader", "extractive") else self._base_llm().name,
+            trace=dict(retrieval.info),
         )
 
     def answerer(self, reader: str | None = None) -> str:
@@ -412,9 +417,10 @@ class RAG(IndexSession):
         base = self._base_llm()
         if isinstance(base, ReaderLLM):
             return base.reader
-        if self._offline_reader is None:
-            self._offline_reader = Reader(CachedEmbedder(self.embedder, self.store))
-        return self._offline_reader
+        with self._view_lock:  # one reader, however many threads ask first
+            if self._offline_reader is None:
+                self._offline_reader = Reader(CachedEmbedder(self.embedder, self.store))
+            return self._offline_reader
 
     def _extractive(self) -> LLM:
         base = self._base_llm()

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +41,18 @@ from .vectors import resolve_ann
 if TYPE_CHECKING:
     from .distributed import RayCluster
     from .reader.core import Reader
+
+
+QUERY_USAGE: ContextVar[Usage | None] = ContextVar("paretorag_query_usage", default=None)
+"""The usage of the question being retrieved in this thread (or asyncio task): set by
+:meth:`paretorag.RAG.retrieve`, so that one RAG answers many questions at once and each
+answer counts only its own LLM calls."""
+
+
+def query_usage() -> Usage:
+    """The running question's usage; outside a question, a fresh one nobody reads."""
+    usage = QUERY_USAGE.get()
+    return usage if usage is not None else Usage()
 
 
 @dataclass
@@ -93,7 +106,6 @@ class IndexSession:
         self._llm = llm
         self.usage = Usage.from_json(manifest.usage)
         self._view: LoadedIndex | None = None
-        self._query_usage = Usage()  # LLM calls made by methods while retrieving
         self._settings = settings or OpenSettings()
         self._wait = wait
         self._on_wait = on_wait
@@ -113,7 +125,9 @@ class IndexSession:
     # -- models ----------------------------------------------------------------
     def _base_llm(self) -> LLM:
         if self._llm is None:
-            self._llm = make_llm(self.manifest.config.llm)
+            with self._view_lock:  # one LLM, however many threads ask first
+                if self._llm is None:
+                    self._llm = make_llm(self.manifest.config.llm)
         bind = getattr(self._llm, "bind", None)
         if callable(bind):  # the extractive backend scores sentences with the index's embedder
             bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
@@ -424,7 +438,7 @@ class IndexSession:
                     m,
                     self.embedder,
                     self.tokenizer,
-                    lambda stage: self._llm_for(self._query_usage, stage),
+                    lambda stage: self._llm_for(query_usage(), stage),
                 )
             except IndexFormatError:
                 if attempt == 4 or self._writing:

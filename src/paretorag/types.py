@@ -258,6 +258,9 @@ class Answer:
     confidence: float | None = None
     found: bool | None = None
     answered_by: str = ""  # "reader", "extractive" or the LLM's name; "" with context_only
+    # what the method recorded on the way (keywords, paths, router score, candidates): this
+    # question's own, like ``usage``, so one RAG answers many questions at once
+    trace: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The answer as JSON: ``answer`` is the short answer when the reader answered, else the
@@ -282,6 +285,7 @@ class Answer:
             },
             "timings_ms": {k: round(v * 1000.0, 3) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
+            "trace": dict(self.trace),
         }
 
 

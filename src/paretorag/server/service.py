@@ -1,12 +1,10 @@
-"""What the HTTP layer calls: a pool of reading RAGs and the single writer over one index.
+"""What the HTTP layer calls: one shared reading RAG and the single writer over one index.
 
-Why a pool: a :class:`~paretorag.RAG` keeps per-query state (the usage of the query it
-runs) and its loaded view, so one RAG must not serve two threads at once, nor a reader
-and the writer. Each request borrows a reading RAG for its duration; at most
-``readers`` exist, opened on demand and sharing one embedder and one answer LLM
-(both thread-safe). Each reader follows commits on its own: a query that starts after a
-commit reads the new generation, one that started before finishes on the old one (its
-files are leased), so readers never see a half-written index. Writes go to the
+One reading RAG per index: a :class:`~paretorag.RAG` answers many questions at once (each
+retrieval counts its own usage), so every request shares it, at most ``readers`` at a
+time. It follows commits: a query that starts after a commit reads the new generation,
+one that started before finishes on the old one (its files are leased), so queries never
+see a half-written index. Writes go to the
 :class:`~paretorag.server.jobs.Writer`, whose RAG has its own embedder, so embedding a
 large insert does not hold up the queries' embedding.
 
@@ -18,7 +16,6 @@ one (:attr:`Service.resumed` says which, as the start-up log does).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,7 +52,12 @@ class Limits:
 
 
 class ReaderPool:
-    """At most ``size`` reading RAGs, lent to one request at a time."""
+    """One reading RAG shared by every request, and at most ``size`` requests in it at once.
+
+    A :class:`~paretorag.RAG` answers concurrent questions (each retrieval counts its own
+    usage), so the server loads the index once, however many clients ask. ``size`` bounds
+    the questions served at once; a request that waits ``wait_s`` for a slot gets a 503.
+    """
 
     def __init__(self, open_reader: Callable[[], RAG], size: int, wait_s: float) -> None:
         if size < 1:
@@ -63,41 +65,32 @@ class ReaderPool:
         self._open = open_reader
         self._size = size
         self._wait_s = wait_s
-        self._free: queue.LifoQueue[RAG] = queue.LifoQueue()
-        self._all: list[RAG] = []
-        self._opening = 0
+        self._slots = threading.BoundedSemaphore(size)
+        self._rag: RAG | None = None
         self._lock = threading.Lock()
 
+    def _shared(self) -> RAG:
+        with self._lock:  # the first requests wait for one open, not one each
+            if self._rag is None:
+                self._rag = self._open()
+            return self._rag
+
     def acquire(self) -> RAG:
-        try:
-            return self._free.get_nowait()
-        except queue.Empty:
-            pass
-        with self._lock:
-            grow = self._opening < self._size
-            self._opening += grow  # the slot is reserved while the RAG opens
-        if grow:
-            try:
-                rag = self._open()
-            except BaseException:
-                with self._lock:
-                    self._opening -= 1
-                raise
-            with self._lock:
-                self._all.append(rag)
-            return rag
-        try:
-            return self._free.get(timeout=self._wait_s)
-        except queue.Empty:
+        if not self._slots.acquire(timeout=self._wait_s):
             raise APIError(
                 503,
-                f"all {self._size} readers stayed busy for {self._wait_s:g} s; retry later, or start "
+                f"all {self._size} query slots stayed busy for {self._wait_s:g} s; retry later, or start "
                 "the server with more --readers",
                 kind="busy",
-            ) from None
+            )
+        try:
+            return self._shared()
+        except BaseException:
+            self._slots.release()
+            raise
 
     def release(self, rag: RAG) -> None:
-        self._free.put(rag)
+        self._slots.release()
 
     @contextmanager
     def reader(self) -> Iterator[RAG]:
@@ -109,14 +102,15 @@ class ReaderPool:
 
     @property
     def opened(self) -> int:
+        """Reading RAGs open: 0 before the first query, then 1."""
         with self._lock:
-            return len(self._all)
+            return int(self._rag is not None)
 
     def close(self) -> None:
         with self._lock:
-            for rag in self._all:
-                rag.close()
-            self._all.clear()
+            if self._rag is not None:
+                self._rag.close()
+            self._rag = None
 
 
 class Service:
@@ -131,7 +125,7 @@ class Service:
     embedder : Embedder, optional
         Used by readers and the writer instead of the index's embedder (tests).
     readers : int
-        Reading RAGs (queries served at once).
+        Queries served at once (they share one reading RAG).
     write_wait : bool or float
         A write waits for another process's writer lock (``True``), fails at once
         (``False``), or waits that many seconds.
