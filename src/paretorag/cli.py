@@ -141,22 +141,6 @@ def _methods(value: str | None) -> list[str] | None:
     return [m.strip() for m in value.split(",") if m.strip()] if value else None
 
 
-def _builder_settings(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["tree.g=4", "entity_graph.labels=[\"PERSON\"]"]`` -> ``{"tree": {"g": 4}, ...}`` (values as JSON, else text)."""
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, eq, raw = item.partition("=")
-        structure, dot, name = key.partition(".")
-        if not (eq and dot and structure and name):
-            raise ConfigError(f"--set {item!r}: use STRUCTURE.SETTING=VALUE, e.g. --set tree.g=4")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out.setdefault(structure, {})[name] = value
-    return out
-
-
 def _notes(rag: RAG) -> None:
     for note in rag.notes:
         err.print(f"[yellow]note[/] {note}")
@@ -181,6 +165,12 @@ def _report(report: IndexReport, rag: RAG) -> None:
     )
 
 
+def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
+    from .settings import parse_builder_settings
+
+    return parse_builder_settings(items)
+
+
 def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings: list[str]) -> None:
     """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
     names = _methods(methods)
@@ -189,9 +179,7 @@ def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings
             "index needs files or folders to add, or --methods to build for the documents already in "
             f"--index (e.g. `paretorag index --index {index_dir} --methods fusion`)"
         )
-    rag = _open(
-        index_dir, no_wait, "index", create=False, methods=names, builders=_builder_settings(settings)
-    )
+    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=_parse_settings(settings))
     try:
         with rag, RichProgress() as progress:
             rag.build(progress=progress)  # the methods were added when it opened
@@ -271,7 +259,7 @@ def index(
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             embed_titles=embed_titles,
-            builders=_builder_settings(settings),
+            builders=_parse_settings(settings),
             ann=ann,
         )
         with rag, RichProgress() as progress, cluster or contextlib.nullcontext():

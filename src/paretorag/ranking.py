@@ -37,6 +37,42 @@ def shipped_dir() -> Path:
     return Path(str(resources.files("paretorag") / "data" / "ranker"))
 
 
+# the features the shipped models were trained on, in order (computed by operators.fusion)
+FIRST_HOP = (
+    "dense_score",
+    "dense_margin",
+    "dense_rank",
+    "bm25_relative",
+    "bm25_score",
+    "bm25_rank",
+    "walk_relative",
+    "walk_rank",
+    "title_in_question",
+    "title_overlap",
+    "title_in_dense_top5",
+    "sim_dense_top3_max",
+    "sim_dense_top1",
+    "sim_question_plus_top1",
+    "shared_idf_top3_max",
+    "shared_idf_top3_sum",
+    "question_coverage",
+    "length_words",
+)
+BRIDGE = 3  # first-stage passages that seed the second hop
+SECOND_HOP = (
+    *(f"bridge{j}_mentions_title" for j in range(1, BRIDGE + 1)),
+    *(f"bridge{j}_shared_idf" for j in range(1, BRIDGE + 1)),
+    *(f"bridge{j}_similarity" for j in range(1, BRIDGE + 1)),
+    "mentions_bridge_titles",
+    "first_stage_score",
+    "first_stage_margin",
+    "first_stage_rank",
+    "title_in_bridge",
+    *(f"residual{j}_similarity" for j in range(1, BRIDGE + 1)),
+    "residual12_similarity",
+)
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage's booster."""
@@ -60,8 +96,6 @@ class FusionRanker:
 def read_meta(folder: Path | str | None = None) -> dict[str, Any]:
     """``ranker.json`` of the models in ``folder`` (default: the shipped ones), checked against
     the features this version computes; the models are not loaded."""
-    from .operators.fusion import FIRST_HOP, SECOND_HOP
-
     path = Path(folder) if folder is not None else shipped_dir()
     meta = read_json(path / META_FILE, RETRAIN)
     if meta.get("first_features") != list(FIRST_HOP) or meta.get("second_features") != [

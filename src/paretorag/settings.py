@@ -7,6 +7,7 @@ between is neither lost nor undone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,3 +95,19 @@ def _check_configured(root: Path, methods: Sequence[str]) -> None:
             f"of paretorag does not have; keep the others with `paretorag index PATH... --index {root} "
             f"--methods {keep} --replace-methods` (or RAG.open(..., methods=[...], replace_methods=True))"
         )
+
+
+def parse_builder_settings(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["tree.g=4", "entity_graph.labels=[\"PERSON\"]"]`` -> ``{"tree": {"g": 4}, ...}`` (values as JSON, else text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        structure, dot, name = key.partition(".")
+        if not (eq and dot and structure and name):
+            raise ConfigError(f"--set {item!r}: use STRUCTURE.SETTING=VALUE, e.g. --set tree.g=4")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(structure, {})[name] = value
+    return out

@@ -141,9 +141,9 @@ def _run(
     from rich.console import Console
     from rich.markup import escape
 
-    from ..cli import _builder_settings
     from ..progress import RichProgress
     from ..rag import READERS
+    from ..settings import parse_builder_settings
     from .report import answer_table, results_table
     from .runner import run_eval
 
@@ -172,7 +172,7 @@ def _run(
                 cache_dir=cache if cache is not None else out / ".index-cache",
                 embedder=embedder,
                 embed_titles=titles,
-                builders=_builder_settings(settings or []),
+                builders=parse_builder_settings(settings or []),
                 corpus=corpus,
                 shuffle_corpus=shuffle_corpus,
                 answer_k=answer_k,

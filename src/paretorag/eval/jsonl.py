@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .loaders import _read_jsonl
+from .files import read_jsonl
 from .schema import Dataset, Passage, Question, unique_passages
 
 
@@ -41,7 +41,7 @@ def load_jsonl(folder: Path) -> Dataset:
     qpath, cpath = folder / "questions.jsonl", folder / "corpus.jsonl"
     by_ref: dict[str, str] = {}
     passages: list[Passage] = []
-    for i, rec in enumerate(_read_jsonl(cpath)):
+    for i, rec in enumerate(read_jsonl(cpath)):
         where = f"{cpath} line {i + 1}"
         if not isinstance(rec.get("text"), str) or not rec["text"].strip():
             raise InputError(f"{where}: 'text' must be a non-empty string")
@@ -54,7 +54,7 @@ def load_jsonl(folder: Path) -> Dataset:
             if ref is not None:
                 by_ref.setdefault(ref, p.key)
     questions: list[Question] = []
-    for i, rec in enumerate(_read_jsonl(qpath)):
+    for i, rec in enumerate(read_jsonl(qpath)):
         where = f"{qpath} line {i + 1}"
         text = rec.get("question")
         if not isinstance(text, str) or not text.strip():

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
+from .files import read_jsonl
 from .schema import Dataset, KeyResolver, Passage, Question, unique_passages
 
 
@@ -31,24 +32,7 @@ def _read_json(path: Path) -> Any:
         raise InputError(f"{path} is not valid JSON ({exc}); restore the original file") from exc
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise InputError(f"{path} not found; check --data and the subset name")
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{path}:{lineno} is not a JSON object ({exc}); fix or remove the line"
-                ) from exc
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{lineno} must be a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+_read_jsonl = read_jsonl  # the name the loaders below use
 
 
 def _get(rec: Any, key: str, where: str) -> Any:

@@ -47,6 +47,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..graphs.bm25 import STRUCTURE as BM25_STRUCTURE
 from ..kernels.rank import top_k
+from ..ranking import BRIDGE, FIRST_HOP, SECOND_HOP
 from ..types import Scored
 from .base import Operator, check_positive_int, load_graph, register_operator
 from .sparse import bm25_scores
@@ -55,39 +56,6 @@ from .walk import idf_bipartite
 if TYPE_CHECKING:
     from ..query import IndexView, State
 
-FIRST_HOP = (
-    "dense_score",
-    "dense_margin",
-    "dense_rank",
-    "bm25_relative",
-    "bm25_score",
-    "bm25_rank",
-    "walk_relative",
-    "walk_rank",
-    "title_in_question",
-    "title_overlap",
-    "title_in_dense_top5",
-    "sim_dense_top3_max",
-    "sim_dense_top1",
-    "sim_question_plus_top1",
-    "shared_idf_top3_max",
-    "shared_idf_top3_sum",
-    "question_coverage",
-    "length_words",
-)
-BRIDGE = 3  # first-stage passages that seed the second hop
-SECOND_HOP = (
-    *(f"bridge{j}_mentions_title" for j in range(1, BRIDGE + 1)),
-    *(f"bridge{j}_shared_idf" for j in range(1, BRIDGE + 1)),
-    *(f"bridge{j}_similarity" for j in range(1, BRIDGE + 1)),
-    "mentions_bridge_titles",
-    "first_stage_score",
-    "first_stage_margin",
-    "first_stage_rank",
-    "title_in_bridge",
-    *(f"residual{j}_similarity" for j in range(1, BRIDGE + 1)),
-    "residual12_similarity",
-)
 CANDIDATES = 30  # from each ranking
 # below this share of whole-document chunks (a corpus of long pages), the walk's order is kept
 MIN_PASSAGE_SHARE = 0.5
@@ -397,7 +365,7 @@ class ChunkLearnedFusion(Operator):
         self.model = model
 
     def run(self, index: IndexView, state: State) -> Scored:
-        from ..ranking import load
+        from ..ranking import load  # the models load on the first question
 
         k = check_positive_int(self, "k", self.k)
         dense = state.get(self.dense)
