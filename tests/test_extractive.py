@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from paretorag.answer import generate
+from paretorag.errors import ConfigError
 from paretorag.providers.base import Request, Task
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.extractive import NO_ANSWER, ExtractiveLLM, candidates, term_overlap
@@ -140,9 +141,9 @@ def test_no_answer_without_question_terms_or_sentences() -> None:
 
 
 def test_settings_are_checked_and_identify_the_answers() -> None:
-    with pytest.raises(Exception, match="answer_sentences"):
+    with pytest.raises(ConfigError, match="answer_sentences"):
         ExtractiveLLM(answer_sentences=0)
-    with pytest.raises(Exception, match="keep_ratio"):
+    with pytest.raises(ConfigError, match="keep_ratio"):
         ExtractiveLLM(keep_ratio=1.5)
     bound = ExtractiveLLM()
     before = bound.identity
