@@ -40,7 +40,7 @@ ROWS = {
     "community": N_COMMUNITIES,
 }
 # operators that choose with an LLM and cannot run on the extractive backend
-AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath"}
+AGENTS = {"node.agent", "relation.agent", "subgraph.agentpath", "subgraph.beam"}
 # operators added to §6.1's pool: chunk FromNode (RAPTOR, KGP), chunk fusion (HLightRAG),
 # graph elements as context (§6.3)
 ADDED = {"chunk.fromnode", "chunk.fuse", "context.graph"}
@@ -192,6 +192,7 @@ PREREQUISITES = {
     "e2graphrag.global": ["e2graphrag.entities"],
     "e2graphrag.evidence": ["e2graphrag.entities", "e2graphrag.collapsed_tree"],
     "e2graphrag.fill": ["e2graphrag.entities", "e2graphrag.collapsed_tree", "chunk.vdb"],
+    "e2graphrag.select": ["e2graphrag.entities"],
     "ea-graphrag.wrrf": ["ea-graphrag.complexity"],
 }
 
@@ -231,6 +232,7 @@ def test_every_family_operator_is_covered() -> None:
         "e2graphrag.global",
         "e2graphrag.evidence",
         "e2graphrag.fill",
+        "e2graphrag.select",
         "g2cons.concepts",
         "g2cons.core",
         "ea-graphrag.complexity",

@@ -84,7 +84,7 @@ def test_retrieval_llm_calls_are_counted(world, method):
     r, _ = world.retrieve(TWO_HOP, method)
     calls = r.usage.llm_calls
     if method == "tog":
-        assert 2 <= calls <= 2 * get_method("tog").depth
+        assert 2 <= calls <= 2 * get_method("tog").get_params()["depth"]
     else:
         assert calls == QUERY_CALLS.get(method, 0), (method, calls)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..operators.dense import ChunkVDB
 from ..operators.sparse import ChunkBM25, ChunkFuse
-from ..query import IndexView, State
+from ..query import State
 from .base import register
 from .pipeline import Pipeline, Steps
 
@@ -41,12 +41,14 @@ class Hybrid(Pipeline):
 
     ``get_method("hybrid", fuse__weights=(1.0, 0.5))`` weights the rankings (EA-GraphRAG
     Eq. 2); ``dense__k`` / ``sparse__k`` set how deep each ranking is (``DEPTH`` = 50).
-    A query's ``k`` sets ``fuse__k`` and deepens both rankings to at least ``k``.
+    A query's ``k`` sets ``fuse__k`` and deepens both rankings to at least ``k`` (the
+    Pipeline's rule for a fusing last step).
     """
 
     name = "hybrid"
     paper = "Cormack et al. 2009 (RRF) over dense and BM25 rankings; EA-GraphRAG §3.4.3, Eq. 2"
     mode = "hybrid"
+    deepen_sources = True
 
     def default_steps(self) -> Steps:
         return [
@@ -54,19 +56,6 @@ class Hybrid(Pipeline):
             ("sparse", ChunkBM25(k=DEPTH)),
             ("fuse", ChunkFuse(sources=("dense", "sparse"), k=5)),
         ]
-
-    def run(self, index: IndexView, state: State) -> State:
-        k = state.options.k
-        if k is None:
-            return super().run(index, state)
-        sources = {s for _, op in self.steps if isinstance(op, ChunkFuse) for s in op.sources}
-        deeper: Steps = []
-        for name, op in self.steps:
-            depth = op.get_params(deep=False).get("k")
-            if name in sources and isinstance(depth, int) and depth < k:
-                op = op.clone().set_params(k=k)
-            deeper.append((name, op))
-        return Pipeline(steps=deeper).run(index, state)
 
     def _branch(self, state: State) -> str:
         return f"rrf(dense, bm25) top-{len(state.get('chunk'))}"

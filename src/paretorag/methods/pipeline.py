@@ -6,7 +6,14 @@ whether any step calls the LLM. Steps run in order on one :class:`~paretorag.que
 each result is stored under its step's name and under what the operator ``produces``,
 so a later step reads it. The state's ``"chunk"`` result (or its ``items``) is the
 retrieval. A query's ``k`` (``QueryOptions.k``) sets ``k`` of the last step that
-produces chunks.
+produces chunks (or the step setting named by ``query_k``); with ``deepen_sources``,
+when that step fuses rankings named in its ``sources`` setting (``chunk.fuse``), those
+steps rank at least ``k`` chunks too (``hybrid``).
+
+A method's own settings are declared once, as ``aliases``: a short name
+(``e2graphrag``'s ``h``) for one or more step settings (``select__h``), so that
+``get_method("e2graphrag", h=3)`` and ``--set e2graphrag.h=3`` keep working and a
+setting shared by two steps (G2ConS's Table 4 variants) is never copied by hand.
 
 Example
 -------
@@ -19,6 +26,7 @@ Example
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -39,18 +47,41 @@ class Pipeline(Method):
     ----------
     steps : list of (str, Operator), optional
         Named steps; default: :meth:`default_steps`.
+    **settings
+        The method's own settings (``aliases``), as ``get_method(name, **settings)``.
     """
 
     mode: str = ""
+    # short setting names -> the step settings they set ("h" -> ("select__h",))
+    aliases: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # the step setting a query's k sets ("select__k"); None: k of the last chunk step
+    query_k: ClassVar[str | None] = None
+    # a query's k deepens the rankings the last chunk step fuses (its "sources") to >= k
+    deepen_sources: ClassVar[bool] = False
+    # record each step's wall time in the trace (info["timings_ms"][step])
+    timed: ClassVar[bool] = False
     # add the chunk result's passages to the context when steps put other items there
     # (reports, paths); False for the methods whose context is the graph alone (§7.2 L7-L8)
     context_chunks: ClassVar[bool] = True
 
-    def __init__(self, *, steps: Sequence[tuple[str, Operator]] | None = None) -> None:
+    def __init__(self, *, steps: Sequence[tuple[str, Operator]] | None = None, **settings: Any) -> None:
         self.steps = list(steps) if steps is not None else self.default_steps()
+        unknown = sorted(set(settings) - set(self.aliases))
+        if unknown:
+            raise ConfigError(
+                f"{self._label()} has no setting {unknown[0]!r}; its own settings: "
+                f"{', '.join(self.aliases) or 'none'} (steps' settings: STEP__PARAM via set_params)"
+            )
+        self.set_params(**settings)
 
     def default_steps(self) -> Steps:
         return []
+
+    def __getattr__(self, name: str) -> Any:
+        """A method's own setting read as an attribute (``get_method("tog").depth``)."""
+        if name in type(self).aliases and "steps" in self.__dict__:
+            return self.get_params(deep=False)[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- metadata -----------------------------------------------------------------
     @property
@@ -62,7 +93,7 @@ class Pipeline(Method):
         return any(op.uses_llm for _, op in self._checked_steps())
 
     def operators(self) -> list[Operator]:
-        return [op for _, op in self._checked_steps()]
+        return [part for _, op in self._checked_steps() for part in (*op.parts(), op)]
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -85,24 +116,34 @@ class Pipeline(Method):
     # -- settings (scikit-learn's Pipeline convention) ------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"steps": list(self.steps)}
+        params = {n: op.get_params(deep=True) for n, op in self.steps}
+        for alias, targets in self.aliases.items():
+            head, _, rest = targets[0].partition("__")
+            if head in params and rest in params[head]:
+                out[alias] = params[head][rest]
         if deep:
             for name, op in self.steps:
                 out[name] = op
-                for key, value in op.get_params(deep=True).items():
+                for key, value in params[name].items():
                     out[f"{name}__{key}"] = value
         return out
 
     def set_params(self, **params: Any) -> Pipeline:
         if "steps" in params:
             self.steps = list(params.pop("steps"))
+        for alias in [key for key in params if key in self.aliases]:
+            value = params.pop(alias)
+            for target in self.aliases[alias]:
+                params.setdefault(target, value)
         index = {name: i for i, (name, _) in enumerate(self._checked_steps())}
         nested: dict[str, dict[str, Any]] = {}
         for key, value in params.items():
             head, _, rest = key.partition("__")
             if head not in index:
+                own = ", ".join([*self.aliases, "steps", *index])
                 raise ConfigError(
-                    f"{self._label()} has no setting {head!r}; valid settings: steps, "
-                    f"{', '.join(index)}, or STEP__PARAM (e.g. {next(iter(index), 'step')}__k)"
+                    f"{self._label()} has no setting {head!r}; valid settings: {own}, "
+                    f"or STEP__PARAM (e.g. {next(iter(index), 'step')}__k)"
                 )
             if rest:
                 nested.setdefault(head, {})[rest] = value
@@ -117,13 +158,34 @@ class Pipeline(Method):
     # -- running ----------------------------------------------------------------------
     def run(self, index: IndexView, state: State) -> State:
         """Run every step on ``state`` (in place) and return it."""
-        steps = self._checked_steps()
-        last_chunk = max((i for i, (_, op) in enumerate(steps) if op.produces == "chunk"), default=-1)
-        for i, (name, op) in enumerate(steps):
-            if i == last_chunk and state.options.k is not None and "k" in op.get_params(deep=False):
-                op = op.clone().set_params(k=state.options.k)
+        steps = self._with_query_k(self._checked_steps(), state.options.k)
+        timings: dict[str, float] = {}
+        for name, op in steps:
+            t0 = time.perf_counter()
             state.results[name] = op(index, state)
+            timings[name] = round((time.perf_counter() - t0) * 1e3, 3)
+        if self.timed:
+            state.info["timings_ms"] = timings
         return state
+
+    def _with_query_k(self, steps: Steps, k: int | None) -> Steps:
+        """The steps with a query's ``k`` set where it belongs (see the module docstring)."""
+        if k is None:
+            return steps
+        if self.query_k is not None:
+            head, _, param = self.query_k.partition("__")
+            return [(n, op.clone().set_params(**{param: k}) if n == head else op) for n, op in steps]
+        last = max((i for i, (_, op) in enumerate(steps) if op.produces == "chunk"), default=-1)
+        if last < 0 or "k" not in steps[last][1].get_params(deep=False):
+            return steps
+        sources = steps[last][1].get_params(deep=False).get("sources") or () if self.deepen_sources else ()
+        out: Steps = []
+        for i, (name, op) in enumerate(steps):
+            depth = op.get_params(deep=False).get("k")
+            if i == last or (name in sources and isinstance(depth, int) and depth < k):
+                op = op.clone().set_params(k=k)
+            out.append((name, op))
+        return out
 
     def retrieve(self, index: IndexView, question: str, options: QueryOptions) -> Retrieval:
         state = self.run(index, State(question, options))

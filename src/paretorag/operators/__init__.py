@@ -19,6 +19,7 @@ _MODULES = (
     "paretorag.operators.relation",
     "paretorag.operators.chunk",
     "paretorag.operators.subgraph",
+    "paretorag.operators.beam",
     "paretorag.operators.community",
     "paretorag.operators.context",
     "paretorag.operators.e2graphrag",

@@ -90,6 +90,10 @@ class Operator(Params):
     def run(self, index: IndexView, state: State) -> Scored:
         raise NotImplementedError
 
+    def parts(self) -> list[Operator]:
+        """Registered operators this one runs inside it (a beam search's prunings), for Table 3."""
+        return []
+
     def describe(self) -> dict[str, Any]:
         """What ``paretorag operators`` prints."""
         return {

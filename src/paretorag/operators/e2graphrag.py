@@ -424,7 +424,126 @@ class FillFromRanking(_E2Operator):
         return Scored(ids, rank_scores(ids.size), "node")
 
 
+@register_operator
+class AdaptiveSelect(_E2Operator):
+    """Algorithm 1's choice between local and global retrieval (E2GraphRAG §3.2, App. A).
+
+    No question entity (or ``dense_only``) -> **global**: ``e2graphrag.collapsed_tree``.
+    Otherwise ``e2graphrag.local``; no pair or no shared chunk -> **global** with
+    entities: ``e2graphrag.global``. A local result of fewer than ``k`` chunks is filled
+    up to ``k`` from the ``fallback`` ranking (``e2graphrag.fill``; not in the paper).
+    Sets ``state.mode`` / ``branch``; produces the tree nodes retrieved.
+
+    Parameters
+    ----------
+    k : int
+        Maximum chunks retrieved (paper: 25).
+    h : int
+        Initial hop threshold of the Graph Filter (paper: 4).
+    g : int, optional
+        Expected tree group size; checked against the built tree (``None``: as built).
+    labels : sequence of str, optional
+        Expected entity labels; checked against the built graph (``None``: as built).
+    dense_only : bool
+        Table 3 "Dense Retrieval Only": collapsed-tree dense top-k for every question.
+    graph_filter, entity_aware : bool
+        False: Table 3 "w/o Graph Filter" / "w/o Entity-Aware Ranking" (``e2graphrag.local``).
+    dense, occurrence : bool
+        False: Table 3 "w/o Dense Retrieval" / "w/o Occurrence Ranking" (``e2graphrag.global``;
+        without dense retrieval a question without entities retrieves nothing).
+    fallback : str, optional
+        A registered operator producing a ``"chunk"`` ranking (with a ``k`` setting)
+        that fills a short local result (``chunk.vdb`` by default); ``None``: the paper's
+        Algorithm 1, left short.
+    """
+
+    name = "e2graphrag.select"
+    produces = "node"
+    consumes = ("entity",)
+
+    def __init__(
+        self,
+        *,
+        k: int = 25,
+        h: int = 4,
+        g: int | None = None,
+        labels: Sequence[str] | None = None,
+        dense_only: bool = False,
+        graph_filter: bool = True,
+        entity_aware: bool = True,
+        dense: bool = True,
+        occurrence: bool = True,
+        fallback: str | None = "chunk.vdb",
+    ) -> None:
+        self.k = k
+        self.h = h
+        self.g = g
+        self.labels = labels
+        self.dense_only = dense_only
+        self.graph_filter = graph_filter
+        self.entity_aware = entity_aware
+        self.dense = dense
+        self.occurrence = occurrence
+        self.fallback = fallback
+
+    def _fallback(self, k: int) -> Operator | None:
+        from .base import get_operator, operator_class
+
+        if self.fallback is None:
+            return None
+        if not isinstance(self.fallback, str) or operator_class(self.fallback).produces != "chunk":
+            raise ConfigError(
+                f"e2graphrag fallback={self.fallback!r} must name a registered operator that produces "
+                "a 'chunk' ranking, such as 'chunk.vdb'; `paretorag operators` lists them"
+            )
+        return get_operator(self.fallback, k=k)
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        fill = self._fallback(1)
+        return tuple(dict.fromkeys((*self.structures, *(fill.requires if fill is not None else ()))))
+
+    def parts(self) -> list[Operator]:
+        fill = self._fallback(self.k)
+        return [CollapsedTree(), LocalMapping(), GlobalOccurrence(), *([fill, FillFromRanking()] if fill else [])]
+
+    def _check(self, index: IndexView) -> None:
+        e2 = load_state(index)
+        if self.g is not None and e2.tree_g and self.g != e2.tree_g:
+            raise ConfigError(
+                f"e2graphrag g={self.g} but this index's tree was built with g={e2.tree_g}; "
+                "drop the g setting or rebuild the tree with that group size in a new index"
+            )
+        if self.labels is not None and tuple(self.labels) != e2.extractor.labels:
+            raise ConfigError(
+                f"e2graphrag labels={tuple(self.labels)} but the entity graph was built with "
+                f"{e2.extractor.labels}; drop the labels setting or rebuild the graph in a new index"
+            )
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        k = check_positive_int(self, "k", self.k)
+        h = check_nonneg_int(self, "h", self.h)
+        self._check(index)
+        if self.dense_only:
+            state.mode, state.branch = "global", "dense_only"
+            return CollapsedTree(k=k).run(index, state)
+        if len(state.get("entity")) == 0:
+            state.mode, state.branch = "global", "no_entity"
+            return CollapsedTree(k=k).run(index, state) if self.dense else Scored.empty("node")
+        local = LocalMapping(k=k, h=h, graph_filter=self.graph_filter, entity_aware=self.entity_aware)
+        nodes = local(index, state)
+        if state.mode == "global":
+            return GlobalOccurrence(k=k, dense=self.dense, occurrence=self.occurrence).run(index, state)
+        fill = self._fallback(k)
+        if fill is not None and len(nodes) < k:
+            fill(index, state)
+            nodes = FillFromRanking(k=k)(index, state)
+            state.branch += f"+{self.fallback}"
+        return nodes
+
+
 __all__ = [
+    "AdaptiveSelect",
     "CollapsedTree",
     "E2State",
     "FillFromRanking",
