@@ -216,6 +216,11 @@ def _run_family(rag, name: str, options: QueryOptions | None = None):
     state = State("Where did Marie Curie and Pierre Curie marry?", options or QueryOptions())
     for pre in PREREQUISITES.get(name, []):
         get_operator(pre)(rag.view, state)
+    if name in ("ea-graphrag.path", "ea-graphrag.merge"):  # on the route that runs both paths
+        get_operator("ea-graphrag.route", route="fusion")(rag.view, state)
+        if name == "ea-graphrag.merge":
+            for path in ("dense", "graph"):
+                get_operator("ea-graphrag.path", path=path)(rag.view, state)
     if name == "ea-graphrag.wrrf":  # the two rankings its method puts under "dense" and "graph"
         for path, method in (("dense", "vanilla"), ("graph", "entity-walk")):
             state.put(path, get_method(method).retrieve(rag.view, state.question, QueryOptions(k=10)).scored)
@@ -237,6 +242,9 @@ def test_every_family_operator_is_covered() -> None:
         "g2cons.core",
         "ea-graphrag.complexity",
         "ea-graphrag.wrrf",
+        "ea-graphrag.route",
+        "ea-graphrag.path",
+        "ea-graphrag.merge",
     }
 
 

@@ -99,7 +99,8 @@ class State:
     ``results`` maps a result key (a kind such as ``"entity"`` or ``"chunk"``, and each
     step's name) to its :class:`Scored`; ``terms`` are the question's retrieval
     primitives once extracted (entities or keywords, §6.3 question conversion);
-    ``items``/``context_text``/``mode``/``branch`` become the :class:`Retrieval`.
+    ``items``/``context_text``/``mode``/``branch`` become the :class:`Retrieval`;
+    ``paths`` holds the retrievals of whole methods run as steps.
     """
 
     question: str
@@ -111,6 +112,8 @@ class State:
     mode: str = ""
     branch: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    # whole methods run as steps (``ea-graphrag.path``, ``g2cons.second``), by step name
+    paths: dict[str, Retrieval] = field(default_factory=dict)
 
     def get(self, key: str) -> Scored:
         """The result stored under ``key``; a clear error names the missing step."""

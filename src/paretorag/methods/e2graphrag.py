@@ -56,7 +56,7 @@ class E2GraphRAG(Pipeline):
         **{key: (f"select__{key}",) for key in _SELECT},
         "question_first_line": ("entities__first_line",),
     }
-    query_k = "select__k"
+    query_k = ("select__k",)
     timed = True
     context_chunks = False
 

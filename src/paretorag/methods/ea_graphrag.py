@@ -17,140 +17,59 @@ Table 6's ablations are settings registered as presets: ``ea-graphrag-dense-only
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar
 
-from ..errors import ConfigError
-from ..kernels.rank import RRF_K
-from ..operators.routing import COMPLEXITY, Complexity, WeightedRRF
-from ..params import check_fraction, check_nonneg_int, check_positive_int
-from ..query import IndexView, QueryOptions, Retrieval, State
-from ..router.model import load_router, route_for
-from .base import Method, get_method, register, register_preset
-
-RouteSetting = Literal["auto", "dense", "graph", "fusion"]
+from ..operators.routing import Route, RoutedPath, RouteMerge
+from .base import register, register_preset
+from .pipeline import Pipeline, Steps
 
 
 @register
-class EAGraphRAG(Method):
+class EAGraphRAG(Pipeline):
     """EA-GraphRAG: route by syntactic complexity to dense, graph or wRRF fusion (§3, Algorithm 1).
 
-    Parameters
-    ----------
-    router : str, optional
-        Router folder (``paretorag train-router``); ``None``: the shipped default.
-    dense_method, graph_method : str, optional
-        Registered methods of the two paths; ``None`` (default): the ones the router was
-        trained to choose between (its ``dense_method`` / ``graph_method``; the shipped
-        router: ``"vanilla"`` and ``"entity-walk"``).
-    tau_low, tau_high, tau_single : float, optional
-        Thresholds overriding the router's tuned ones (Eq. 2; ``tau_single`` without fusion).
-    fusion : bool
-        Use the fusion route between the thresholds (True); False routes by ``tau_single``.
-    route : {"auto", "dense", "graph", "fusion"}
-        ``auto`` asks the router; the others force one path (Table 6's ablations).
-    rrf_k : int
-        RRF constant k (60).
-    k : int
-        Passages retrieved (5, the paper's top-k); a query's ``k`` overrides it.
+    Steps: ``route`` (``ea-graphrag.route``: s(q) and Eq. 2), ``dense`` and ``graph``
+    (``ea-graphrag.path``: each a registered method, run when the route takes it),
+    ``merge`` (``ea-graphrag.merge``: one path's retrieval, or both fused by wRRF).
+
+    Settings: ``router`` (folder; ``None``: the shipped one), ``dense_method`` and
+    ``graph_method`` (``None``: the router's, ``vanilla`` and ``entity-walk``),
+    ``tau_low`` / ``tau_high`` / ``tau_single`` (``None``: the router's tuned ones),
+    ``fusion`` (True), ``route`` (``auto``; ``dense``/``graph``/``fusion`` force one),
+    ``rrf_k`` (60) and ``k`` (5, the paper's top-k; a query's ``k`` sets it).
     """
 
     name = "ea-graphrag"
     paper = "EA-GraphRAG (papers/ea-graphrag.txt) §3.3-3.4, Eq. 2 and 8, Algorithm 1"
+    aliases: ClassVar[dict[str, tuple[str, ...]]] = {
+        "router": ("route__router", "dense__router", "graph__router"),
+        "dense_method": ("dense__method",),
+        "graph_method": ("graph__method",),
+        "tau_low": ("route__tau_low",),
+        "tau_high": ("route__tau_high",),
+        "tau_single": ("route__tau_single",),
+        "fusion": ("route__fusion",),
+        "route": ("route__route", "dense__route", "graph__route"),
+        "rrf_k": ("merge__rrf_k",),
+        "k": ("dense__k", "graph__k", "merge__k"),
+    }
+    query_k = ("dense__k", "graph__k", "merge__k")
+    context_chunks = False
 
-    def __init__(
-        self,
-        *,
-        router: str | None = None,
-        dense_method: str | None = None,
-        graph_method: str | None = None,
-        tau_low: float | None = None,
-        tau_high: float | None = None,
-        tau_single: float | None = None,
-        fusion: bool = True,
-        route: RouteSetting = "auto",
-        rrf_k: int = RRF_K,
-        k: int = 5,
-    ) -> None:
-        self.router = router
-        self.dense_method = dense_method
-        self.graph_method = graph_method
-        self.tau_low = tau_low
-        self.tau_high = tau_high
-        self.tau_single = tau_single
-        self.fusion = fusion
-        self.route = route
-        self.rrf_k = rrf_k
-        self.k = k
-
-    def _paths(self) -> tuple[str, ...]:
-        if self.route not in ("auto", "dense", "graph", "fusion"):
-            raise ConfigError(f"ea-graphrag: route must be auto, dense, graph or fusion, got {self.route!r}")
-        return {"dense": ("dense",), "graph": ("graph",)}.get(self.route, ("dense", "graph"))
+    def default_steps(self) -> Steps:
+        return [
+            ("route", Route()),
+            ("dense", RoutedPath(path="dense")),
+            ("graph", RoutedPath(path="graph")),
+            ("merge", RouteMerge()),
+        ]
 
     def path_method(self, path: str) -> str:
         """The registered method of ``path`` ("dense" or "graph"): the setting, else the router's."""
-        name = self.dense_method if path == "dense" else self.graph_method
-        if name is None:
-            meta = load_router(self.router).meta
-            name = str(meta.get(f"{path}_method", "vanilla" if path == "dense" else "hipporag2"))
-        return name
-
-    def _method(self, path: str) -> Method:
-        name = self.path_method(path)
-        method = get_method(name)
-        if isinstance(method, EAGraphRAG):
-            raise ConfigError(f"ea-graphrag: {path}_method={name!r} would recurse; name another method")
-        return method
-
-    @property
-    def requires(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for p in self._paths() for s in self._method(p).requires))
-
-    @property
-    def uses_llm(self) -> bool:
-        return any(self._method(p).uses_llm for p in self._paths())
-
-    def choose(self, index: IndexView, state: State) -> str:
-        """The route for ``state.question`` (Eq. 2), scoring it unless the route is forced."""
-        if self.route != "auto":
-            self._paths()
-            return self.route
-        score = float(Complexity(router=self.router)(index, state).scores[0])
-        router = load_router(self.router)
-        lo = router.tau_low if self.tau_low is None else check_fraction(self, "tau_low", self.tau_low)
-        hi = router.tau_high if self.tau_high is None else check_fraction(self, "tau_high", self.tau_high)
-        single = (
-            router.tau_single
-            if self.tau_single is None
-            else check_fraction(self, "tau_single", self.tau_single)
-        )
-        if lo > hi:
-            raise ConfigError(f"ea-graphrag: tau_low ({lo}) must not exceed tau_high ({hi})")
-        return route_for(score, lo, hi, fusion=bool(self.fusion), tau_single=single)
-
-    def retrieve(self, index: IndexView, question: str, options: QueryOptions) -> Retrieval:
-        state = State(question, options)
-        k = check_positive_int(self, "k", options.k if options.k is not None else self.k)
-        route = self.choose(index, state)
-        sub_options = QueryOptions(k=k, budget=options.budget, context_only=options.context_only)
-        subs: dict[str, Retrieval] = {}
-        for path in ("dense", "graph") if route == "fusion" else (route,):
-            subs[path] = self._method(path).retrieve(index, question, sub_options)
-            state.put(path, subs[path].scored)
-        if route == "fusion":
-            if COMPLEXITY not in state.results:  # a forced fusion route still weighs by s(q)
-                Complexity(router=self.router)(index, state)
-            WeightedRRF(rrf_k=check_nonneg_int(self, "rrf_k", self.rrf_k), k=k)(index, state)
-            state.branch = f"{self.path_method('dense')}+{self.path_method('graph')} wRRF"
-        else:
-            sub = subs[route]
-            state.put("chunk", sub.scored)
-            state.items, state.context_text = sub.items, sub.context_text
-            state.info.update({f"{route}.{key}": value for key, value in sub.info.items()})
-            state.branch = self.path_method(route)
-        state.mode = route
-        state.info["route"] = route
-        return state.retrieval()
+        op = dict(self.steps)[path]
+        if not isinstance(op, RoutedPath):
+            raise TypeError(f"step {path!r} is not an ea-graphrag.path")
+        return op.method_name()
 
 
 register_preset(

@@ -6,7 +6,7 @@ whether any step calls the LLM. Steps run in order on one :class:`~paretorag.que
 each result is stored under its step's name and under what the operator ``produces``,
 so a later step reads it. The state's ``"chunk"`` result (or its ``items``) is the
 retrieval. A query's ``k`` (``QueryOptions.k``) sets ``k`` of the last step that
-produces chunks (or the step setting named by ``query_k``); with ``deepen_sources``,
+produces chunks (or the step settings named by ``query_k``); with ``deepen_sources``,
 when that step fuses rankings named in its ``sources`` setting (``chunk.fuse``), those
 steps rank at least ``k`` chunks too (``hybrid``).
 
@@ -54,8 +54,8 @@ class Pipeline(Method):
     mode: str = ""
     # short setting names -> the step settings they set ("h" -> ("select__h",))
     aliases: ClassVar[dict[str, tuple[str, ...]]] = {}
-    # the step setting a query's k sets ("select__k"); None: k of the last chunk step
-    query_k: ClassVar[str | None] = None
+    # the step settings a query's k sets (("select__k",)); empty: k of the last chunk step
+    query_k: ClassVar[tuple[str, ...]] = ()
     # a query's k deepens the rankings the last chunk step fuses (its "sources") to >= k
     deepen_sources: ClassVar[bool] = False
     # record each step's wall time in the trace (info["timings_ms"][step])
@@ -90,7 +90,7 @@ class Pipeline(Method):
 
     @property
     def uses_llm(self) -> bool:
-        return any(op.uses_llm for _, op in self._checked_steps())
+        return any(op.uses_llm for op in self.operators())
 
     def operators(self) -> list[Operator]:
         return [part for _, op in self._checked_steps() for part in (*op.parts(), op)]
@@ -172,9 +172,9 @@ class Pipeline(Method):
         """The steps with a query's ``k`` set where it belongs (see the module docstring)."""
         if k is None:
             return steps
-        if self.query_k is not None:
-            head, _, param = self.query_k.partition("__")
-            return [(n, op.clone().set_params(**{param: k}) if n == head else op) for n, op in steps]
+        if self.query_k:
+            targets = dict(t.split("__", 1) for t in self.query_k)
+            return [(n, op.clone().set_params(**{targets[n]: k}) if n in targets else op) for n, op in steps]
         last = max((i for i, (_, op) in enumerate(steps) if op.produces == "chunk"), default=-1)
         if last < 0 or "k" not in steps[last][1].get_params(deep=False):
             return steps

@@ -8,11 +8,17 @@
   graph chunk ranking (Eq. 8-9; Algorithm 1 lines 16-18):
   ``RRF(c) = (1 - s(q)) / (k + r_dense(c)) + s(q) / (k + r_graph(c))``, the top ``k``
   of the union. A row missing from a list adds nothing from it.
+- ``ea-graphrag.route``: Algorithm 1's decision (Eq. 2): dense, graph or fusion, from
+  ``s(q)`` and the thresholds, or a forced route (Table 6's ablations).
+- ``ea-graphrag.path``: a registered method run as one path (the dense or the graph
+  retriever, §3.4.1-§3.4.2), only when the route takes it.
+- ``ea-graphrag.merge``: the single path's retrieval as the result, or on the fusion
+  route the ``ea-graphrag.wrrf`` of both (Algorithm 1 lines 4-18).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -22,9 +28,12 @@ from ..types import Scored
 from .base import Operator, check_fraction, check_nonneg_int, check_positive_int, register_operator
 
 if TYPE_CHECKING:
+    from ..methods.base import Method
     from ..query import IndexView, State
 
 COMPLEXITY = "complexity"
+ROUTES = ("auto", "dense", "graph", "fusion")
+RouteSetting = Literal["auto", "dense", "graph", "fusion"]
 
 
 @register_operator
@@ -117,4 +126,214 @@ class WeightedRRF(Operator):
         return Scored(fused.ids[:k], fused.scores[:k], "chunk")
 
 
-__all__ = ["COMPLEXITY", "Complexity", "WeightedRRF"]
+def _route_setting(op: Operator, route: object) -> str:
+    if route not in ROUTES:
+        raise ConfigError(f"ea-graphrag: route must be auto, dense, graph or fusion, got {route!r}")
+    return str(route)
+
+
+@register_operator
+class Route(Operator):
+    """Algorithm 1's route for the question (EA-GraphRAG Eq. 2; Table 6 ablations forced).
+
+    ``s(q) < tau_low`` dense, ``s(q) >= tau_high`` graph, fusion in between; without
+    fusion, graph when ``s(q) >= tau_single``. Sets ``state.info["route"]`` and
+    ``state.mode``; produces ``s(q)`` (as ``ea-graphrag.complexity``), or nothing for a
+    forced dense or graph route, which scores no question.
+
+    Parameters
+    ----------
+    router : str, optional
+        Router folder (``paretorag train-router``); ``None``: the shipped default.
+    tau_low, tau_high, tau_single : float, optional
+        Thresholds overriding the router's tuned ones.
+    fusion : bool
+        Use the fusion route between the thresholds (True).
+    route : {"auto", "dense", "graph", "fusion"}
+        ``auto`` asks the router; the others force one route.
+    """
+
+    name = "ea-graphrag.route"
+    kind = "ea-graphrag"
+    produces = COMPLEXITY
+    paper = "EA-GraphRAG §3.4, Eq. 2; Algorithm 1 lines 3-15; Table 6"
+
+    def __init__(
+        self,
+        *,
+        router: str | None = None,
+        tau_low: float | None = None,
+        tau_high: float | None = None,
+        tau_single: float | None = None,
+        fusion: bool = True,
+        route: RouteSetting = "auto",
+    ) -> None:
+        self.router = router
+        self.tau_low = tau_low
+        self.tau_high = tau_high
+        self.tau_single = tau_single
+        self.fusion = fusion
+        self.route = route
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        from ..router.model import load_router, route_for
+
+        forced = _route_setting(self, self.route)
+        if forced in ("dense", "graph"):
+            route, out = forced, Scored.empty(COMPLEXITY)
+        else:
+            out = Complexity(router=self.router).run(index, state)
+            router = load_router(self.router)
+            lo = router.tau_low if self.tau_low is None else check_fraction(self, "tau_low", self.tau_low)
+            hi = router.tau_high if self.tau_high is None else check_fraction(self, "tau_high", self.tau_high)
+            single = (
+                router.tau_single
+                if self.tau_single is None
+                else check_fraction(self, "tau_single", self.tau_single)
+            )
+            if lo > hi:
+                raise ConfigError(f"ea-graphrag: tau_low ({lo}) must not exceed tau_high ({hi})")
+            auto = route_for(float(out.scores[0]), lo, hi, fusion=bool(self.fusion), tau_single=single)
+            route = auto if forced == "auto" else forced
+        state.info["route"] = state.mode = route
+        return out
+
+
+@register_operator
+class RoutedPath(Operator):
+    """One of Algorithm 1's two retrievers, a registered method, run when the route takes it.
+
+    Runs on the ``dense`` or ``graph`` route as named by ``path``, and on ``fusion``;
+    stores the method's retrieval in ``state.paths`` under ``path`` and produces its
+    chunk ranking (empty when not run).
+
+    Parameters
+    ----------
+    path : {"dense", "graph"}
+        Which retriever this is.
+    method : str, optional
+        Its registered method; ``None``: the one the router was trained with (the
+        shipped router's: ``vanilla`` and ``entity-walk``).
+    router : str, optional
+        The router whose methods ``None`` means.
+    route : {"auto", "dense", "graph", "fusion"}
+        The method's forced route: a path the route never takes reads no structure.
+    k : int
+        Passages the path retrieves (5).
+    """
+
+    name = "ea-graphrag.path"
+    kind = "ea-graphrag"
+    produces = "path"
+    consumes = (COMPLEXITY,)
+    paper = "EA-GraphRAG §3.4.1-3.4.2 (dense and graph retrievers); Algorithm 1"
+
+    def __init__(
+        self,
+        *,
+        path: Literal["dense", "graph"] = "dense",
+        method: str | None = None,
+        router: str | None = None,
+        route: RouteSetting = "auto",
+        k: int = 5,
+    ) -> None:
+        self.path = path
+        self.method = method
+        self.router = router
+        self.route = route
+        self.k = k
+
+    def method_name(self) -> str:
+        """The registered method of this path: the setting, else the router's."""
+        if self.path not in ("dense", "graph"):
+            raise ConfigError(f"ea-graphrag.path: path must be 'dense' or 'graph', got {self.path!r}")
+        if self.method is not None:
+            return self.method
+        from ..router.model import load_router
+
+        meta = load_router(self.router).meta
+        return str(meta.get(f"{self.path}_method", "vanilla" if self.path == "dense" else "hipporag2"))
+
+    def _method(self) -> Method:
+        from ..methods.base import get_method
+
+        name = self.method_name()
+        method = get_method(name)
+        if any(isinstance(op, RoutedPath) for op in method.operators()):
+            raise ConfigError(f"ea-graphrag: {self.path}_method={name!r} would recurse; name another method")
+        return method
+
+    def _taken(self) -> bool:
+        return _route_setting(self, self.route) in ("auto", "fusion", self.path)
+
+    def parts(self) -> list[Operator]:
+        return self._method().operators() if self._taken() else []
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self._method().requires if self._taken() else ()
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        from ..query import QueryOptions
+
+        k = check_positive_int(self, "k", self.k)
+        if not self._taken() or state.info.get("route") not in (self.path, "fusion"):
+            return Scored.empty("chunk")
+        opts = state.options
+        sub = self._method().retrieve(
+            index, state.question, QueryOptions(k=k, budget=opts.budget, context_only=opts.context_only)
+        )
+        state.paths[self.path] = sub
+        state.info.setdefault("paths", {})[self.path] = self.method_name()
+        state.put(self.path, sub.scored)
+        return sub.scored
+
+
+@register_operator
+class RouteMerge(Operator):
+    """The routed retrieval: the one path's, or both fused by ``ea-graphrag.wrrf`` (Algorithm 1).
+
+    Parameters
+    ----------
+    rrf_k : int
+        The RRF constant k (60).
+    k : int
+        Passages kept on the fusion route (5).
+    """
+
+    name = "ea-graphrag.merge"
+    kind = "ea-graphrag"
+    produces = "chunk"
+    consumes = (COMPLEXITY, "dense", "graph")
+    paper = "EA-GraphRAG Algorithm 1 lines 4-18; §3.4.3, Eq. 8-9"
+
+    def __init__(self, *, rrf_k: int = RRF_K, k: int = 5) -> None:
+        self.rrf_k = rrf_k
+        self.k = k
+
+    def parts(self) -> list[Operator]:
+        return [WeightedRRF(rrf_k=self.rrf_k, k=self.k)]
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        route = state.info.get("route")
+        if route == "fusion":
+            out = WeightedRRF(rrf_k=check_nonneg_int(self, "rrf_k", self.rrf_k), k=self.k).run(index, state)
+            names = [_path_label(state, p) for p in ("dense", "graph")]
+            state.branch = f"{names[0]}+{names[1]} wRRF"
+            return out
+        if route not in state.paths:
+            raise ConfigError(
+                "ea-graphrag.merge needs the route's path: run ea-graphrag.route and ea-graphrag.path first"
+            )
+        sub = state.paths[route]
+        state.items, state.context_text = sub.items, sub.context_text
+        state.info.update({f"{route}.{key}": value for key, value in sub.info.items()})
+        state.branch = _path_label(state, route)
+        return sub.scored
+
+
+def _path_label(state: State, path: str) -> str:
+    return str(state.info.get("paths", {}).get(path, path))
+
+
+__all__ = ["COMPLEXITY", "ROUTES", "Complexity", "Route", "RouteMerge", "RoutedPath", "WeightedRRF"]
