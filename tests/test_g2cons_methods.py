@@ -27,6 +27,11 @@ TOPICS = {
 }
 
 
+def _variant(view, **settings):
+    """The concept graph variant ``g2cons-concept`` with ``settings`` reads (its concept step's)."""
+    return dict(G2ConSConcept(**settings).steps)["concepts"].concept_state(view)
+
+
 @pytest.fixture(scope="module")
 def rag(tmp_path_factory: pytest.TempPathFactory) -> RAG:
     root = tmp_path_factory.mktemp("g2cons") / "index"
@@ -92,13 +97,13 @@ def test_ablation_variants_run(rag: RAG, params: dict[str, object]) -> None:
 
 def test_ablation_graphs_differ(rag: RAG) -> None:
     view: IndexView = rag.view
-    base = G2ConSConcept(theta_sem=0.0, theta_co=1).state(view)
-    sentence = G2ConSConcept(theta_sem=0.0, theta_co=1, cooccurrence="sentence").state(view)
-    loose = G2ConSConcept(theta_sem=0.0, theta_co=1, similarity_filter=False).state(view)
-    chunkvec = G2ConSConcept(concept_vectors="chunk").state(view)
+    base = _variant(view, theta_sem=0.0, theta_co=1)
+    sentence = _variant(view, theta_sem=0.0, theta_co=1, cooccurrence="sentence")
+    loose = _variant(view, theta_sem=0.0, theta_co=1, similarity_filter=False)
+    chunkvec = _variant(view, concept_vectors="chunk")
     assert sentence.graph.adjacency.nnz < base.graph.adjacency.nnz <= loose.graph.adjacency.nnz
     assert not np.allclose(chunkvec.graph.node_vectors, base.graph.node_vectors)
-    assert G2ConSConcept().state(view) is G2ConSConcept().state(view)  # memoized per index
+    assert _variant(view) is _variant(view)  # memoized per index
 
 
 def test_dual_path_budget_and_quotas(rag: RAG) -> None:

@@ -193,6 +193,7 @@ PREREQUISITES = {
     "e2graphrag.evidence": ["e2graphrag.entities", "e2graphrag.collapsed_tree"],
     "e2graphrag.fill": ["e2graphrag.entities", "e2graphrag.collapsed_tree", "chunk.vdb"],
     "e2graphrag.select": ["e2graphrag.entities"],
+    "g2cons.ensemble": ["g2cons.concepts", "g2cons.second"],
     "ea-graphrag.wrrf": ["ea-graphrag.complexity"],
 }
 
@@ -240,6 +241,8 @@ def test_every_family_operator_is_covered() -> None:
         "e2graphrag.select",
         "g2cons.concepts",
         "g2cons.core",
+        "g2cons.second",
+        "g2cons.ensemble",
         "ea-graphrag.complexity",
         "ea-graphrag.wrrf",
         "ea-graphrag.route",

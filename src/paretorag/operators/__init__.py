@@ -25,6 +25,7 @@ _MODULES = (
     "paretorag.operators.e2graphrag",
     "paretorag.operators.e2graphrag_evidence",
     "paretorag.operators.concepts",
+    "paretorag.operators.g2cons_paths",
     "paretorag.operators.hipporag2",
     "paretorag.operators.routing",
     "paretorag.operators.walk",

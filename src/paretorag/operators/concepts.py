@@ -351,6 +351,9 @@ class ConceptLocalSearch(_ConceptVariant):
         paper's), or reciprocal rank fusion of that order with BM25's (``"hybrid"``,
         :func:`~paretorag.operators.sparse.hybrid_chunk_scores`; needs the ``bm25``
         structure).
+    limit : int, optional
+        Passages kept at most (``g2cons-concept``: a query's ``k``); ``None``: all that
+        fit beta.
     """
 
     name = "g2cons.concepts"
@@ -369,6 +372,7 @@ class ConceptLocalSearch(_ConceptVariant):
         theta_sem: float | None = None,
         theta_co: int | None = None,
         ranking: Ranking = "dense",
+        limit: int | None = None,
     ) -> None:
         self.k = k
         self.hops = hops
@@ -380,6 +384,7 @@ class ConceptLocalSearch(_ConceptVariant):
         self.theta_sem = theta_sem
         self.theta_co = theta_co
         self.ranking = ranking
+        self.limit = limit
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -413,15 +418,21 @@ class ConceptLocalSearch(_ConceptVariant):
             hops=check_nonneg_int(self, "hops", self.hops),
             rerank=self.rerank,
         )
+        if self.limit is not None:
+            rows = rows[: check_positive_int(self, "limit", self.limit)]
         state.put("concept", direct)
         state.info.update(
             {
                 "concepts": [graph.names[i] for i in direct.ids[:10]],
                 "n_direct": len(direct),
                 "n_expanded": len(expanded),
+                "tokens": int(index.chunks.n_tokens[rows].sum()),
             }
         )
-        return Scored(rows, (1.0 / (1.0 + np.arange(rows.size))).astype(np.float32))
+        state.mode, state.branch = "concept", str(self.rerank)
+        scores = (1.0 / (1.0 + np.arange(rows.size))).astype(np.float32)
+        state.items = [index.chunk_item(int(r), float(s)) for r, s in zip(rows, scores, strict=True)]
+        return Scored(rows, scores)
 
 
 @register_operator
