@@ -62,8 +62,10 @@ lint: setup-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
+# the core packages (types, operators, kernels, graphs, methods) under --strict, the rest as configured
 typecheck: setup-dev
 	$(BIN)/mypy
+	$(BIN)/mypy --strict src/paretorag/types.py src/paretorag/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/methods
 
 test: lint typecheck browser
 	$(BIN)/python -m pytest -q tests

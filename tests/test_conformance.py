@@ -80,3 +80,19 @@ def test_index_built_every_required_structure(offline_index, agent_index):
         built = set(rag.manifest.structures)
         for name in names:
             assert {s for s in get_method(name).requires if s != "vectors"} <= built
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_method_is_a_composition_of_registered_operators(name):
+    """Every method is a Pipeline of registered operators; none runs its own control flow."""
+    from paretorag.methods.pipeline import Pipeline
+    from paretorag.operators import available_operators
+
+    m = get_method(name)
+    assert isinstance(m, Pipeline) and (m.steps or name == "zeroshot")  # zeroshot: no retrieval
+    for cls in type(m).__mro__[: type(m).__mro__.index(Pipeline)]:
+        assert "retrieve" not in vars(cls) and "run" not in vars(cls), (
+            f"{cls.__name__} overrides the Pipeline"
+        )
+    registered = set(available_operators())
+    assert {op.name for op in m.operators()} <= registered

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import ConfigError
 from ..params import Params
-from ..structures import StructureData
+from ..structures import StructureData as StructureData
 
 if TYPE_CHECKING:
     from ..progress import Progress

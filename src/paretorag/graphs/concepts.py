@@ -269,7 +269,8 @@ def chunk_scores(chunk_concepts: sp.csr_matrix, concept_scores: F64, aggregate: 
     if aggregate == "mean":
         counts = np.diff(m.indptr)
         total = np.asarray(m @ concept_scores, dtype=np.float64).ravel()
-        return np.divide(total, counts, out=np.zeros_like(total), where=counts > 0)
+        mean: np.ndarray = np.divide(total, counts, out=np.zeros_like(total), where=counts > 0)
+        return mean
     if aggregate == "max":
         weighted = sp.csr_matrix(m.multiply(concept_scores[np.newaxis, :]))
         return np.asarray(weighted.max(axis=1).toarray(), dtype=np.float64).ravel()

@@ -243,7 +243,8 @@ class EntityGraph(Builder):
 
         def extract(texts: list[str]) -> Iterable[tuple[Any, int]]:
             if cluster is not None:
-                return cluster.extract(extractor.worker_settings(), texts)
+                found: Iterable[tuple[Any, int]] = cluster.extract(extractor.worker_settings(), texts)
+                return found
             return ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
 
         run = cached_per_text(ctx, "entities", salt, list(chunks.texts), extract, "entity graph (spaCy)")

@@ -132,7 +132,8 @@ class TreeArrays:
 
     def first_chunk(self, nodes: np.ndarray) -> np.ndarray:
         """The chunk row of each node's first leaf."""
-        return self.leaf_rows[self.first_row[nodes]]
+        rows: np.ndarray = self.leaf_rows[self.first_row[nodes]]
+        return rows
 
     def children(self, node: int) -> np.ndarray:
         return self.child_indices[self.child_indptr[node] : self.child_indptr[node + 1]]

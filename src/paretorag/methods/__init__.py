@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from .base import (
     METHODS,
@@ -18,25 +19,17 @@ from .base import (
 )
 from .pipeline import Pipeline
 
-# Modules that register methods (and the builders they need). Add new ones here.
-_MODULES = (
-    "paretorag.methods.dense",
-    "paretorag.methods.hybrid",
-    "paretorag.methods.g2cons",
-    "paretorag.methods.e2graphrag",
-    "paretorag.methods.unified",
-    "paretorag.methods.graphrag",
-    "paretorag.methods.tog",
-    "paretorag.methods.hipporag2",
-    "paretorag.methods.ea_graphrag",
-    "paretorag.methods.walk",
-    "paretorag.methods.fusion",
-    "paretorag.methods.linear",
-)
+# every module of this package but the framework's own registers methods: a new method is
+# one new file (or a class in an existing one), found here without a list to edit
+_FRAMEWORK = {"base", "pipeline"}
+
+
+def _modules() -> list[str]:
+    return sorted(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.name not in _FRAMEWORK)
 
 
 def _load_all() -> None:
-    for mod in _MODULES:
+    for mod in _modules():
         importlib.import_module(mod)
 
 

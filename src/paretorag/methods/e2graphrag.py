@@ -34,7 +34,18 @@ from ..operators.e2graphrag_evidence import EvidenceFormat
 from .base import register, register_preset
 from .pipeline import Pipeline, Steps
 
-_SELECT = ("k", "h", "g", "labels", "dense_only", "graph_filter", "entity_aware", "dense", "occurrence", "fallback")
+_SELECT = (
+    "k",
+    "h",
+    "g",
+    "labels",
+    "dense_only",
+    "graph_filter",
+    "entity_aware",
+    "dense",
+    "occurrence",
+    "fallback",
+)
 
 
 @register

@@ -31,7 +31,11 @@ class ToG(Pipeline):
 
     name = "tog"
     paper = "unified-framework Table 3 (ToG); ToG §2.2 (beam search with relation and entity pruning)"
-    aliases: ClassVar[dict[str, tuple[str, ...]]] = {"depth": ("beam__depth",), "width": ("beam__width",), "k": ("provenance__k",)}
+    aliases: ClassVar[dict[str, tuple[str, ...]]] = {
+        "depth": ("beam__depth",),
+        "width": ("beam__width",),
+        "k": ("provenance__k",),
+    }
     context_chunks = False
 
     def default_steps(self) -> Steps:

@@ -101,7 +101,8 @@ def node_weights(
     range sum over a prefix sum.
     """
     prefix = np.concatenate([[0], np.cumsum(chunk_weights, dtype=np.int64)])
-    return (prefix[last_row[nodes] + 1] - prefix[first_row[nodes]]).astype(np.int64)
+    out: IntArray = (prefix[last_row[nodes] + 1] - prefix[first_row[nodes]]).astype(np.int64)
+    return out
 
 
 def collapsed_tree_search(
@@ -505,7 +506,12 @@ class AdaptiveSelect(_E2Operator):
 
     def parts(self) -> list[Operator]:
         fill = self._fallback(self.k)
-        return [CollapsedTree(), LocalMapping(), GlobalOccurrence(), *([fill, FillFromRanking()] if fill else [])]
+        return [
+            CollapsedTree(),
+            LocalMapping(),
+            GlobalOccurrence(),
+            *([fill, FillFromRanking()] if fill else []),
+        ]
 
     def _check(self, index: IndexView) -> None:
         e2 = load_state(index)

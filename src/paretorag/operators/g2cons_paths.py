@@ -125,7 +125,9 @@ class SecondPath(_ConceptVariant):
         return method.set_params(**graphs)
 
     def _core(self) -> CoreChunks:
-        variant = {key: getattr(self, key) for key in ("cooccurrence", "similarity_filter", "concept_vectors")}
+        variant = {
+            key: getattr(self, key) for key in ("cooccurrence", "similarity_filter", "concept_vectors")
+        }
         return CoreChunks(kappa=self.kappa, theta_sem=self.theta_sem, theta_co=self.theta_co, **variant)
 
     def parts(self) -> list[Operator]:
@@ -156,7 +158,8 @@ class SecondPath(_ConceptVariant):
             items = list(sub.items)
         else:
             items = [
-                index.chunk_item(int(r), float(s)) for r, s in zip(sub.scored.ids, sub.scored.scores, strict=True)
+                index.chunk_item(int(r), float(s))
+                for r, s in zip(sub.scored.ids, sub.scored.scores, strict=True)
             ]
         if self.core_only and not self.core_kg:  # a core KG holds nothing else
             core_rows = self._core().set_params(kappa=self._kappa(index)).run(index, state).ids
@@ -166,7 +169,9 @@ class SecondPath(_ConceptVariant):
         rows = np.asarray([it.row for it in items if it.row >= 0], dtype=np.int64)
         scored = Scored(rows, rank_scores(rows.size))
         where = "@core-kg" if self.core_kg else "@core" if self.core_only else ""
-        state.paths[SECOND] = Retrieval(scored=scored, mode=sub.mode, branch=f"{self.method}{where}", items=items)
+        state.paths[SECOND] = Retrieval(
+            scored=scored, mode=sub.mode, branch=f"{self.method}{where}", items=items
+        )
         return scored
 
 
@@ -227,10 +232,14 @@ class DualEnsemble(Operator):
             else:
                 src = second[pick.index]
                 tokens = second_tokens[pick.index]
-                items.append(ContextItem(src.chunk_id, src.doc_id, src.title, src.text, float(score), tokens, src.row))
+                items.append(
+                    ContextItem(src.chunk_id, src.doc_id, src.title, src.text, float(score), tokens, src.row)
+                )
         rows = np.asarray([it.row for it in items if it.row >= 0], dtype=np.int64)
         state.items = items
-        state.info.update({path: sum(p.path == path for p in picks) for path in ("both", "second", "concept")})
+        state.info.update(
+            {path: sum(p.path == path for p in picks) for path in ("both", "second", "concept")}
+        )
         state.mode, state.branch = "dual", f"concept+{state.paths[SECOND].branch}"
         return Scored(rows, rank_scores(rows.size))
 

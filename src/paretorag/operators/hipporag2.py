@@ -129,7 +129,8 @@ class RelationRecognition(Operator):
 
 def passage_counts(graph: Graph) -> np.ndarray:
     """Number of passages each node occurs in (its occurrence edges)."""
-    return np.diff(sp.csr_matrix(graph.node_chunks).indptr).astype(np.float64)
+    out: np.ndarray = np.diff(sp.csr_matrix(graph.node_chunks).indptr).astype(np.float64)
+    return out
 
 
 @register_operator

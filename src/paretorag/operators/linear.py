@@ -202,7 +202,8 @@ def min_max(x: np.ndarray) -> np.ndarray:
 def passage_weights(dense: np.ndarray, bonus: np.ndarray, *, ratio: float, node_weight: float) -> np.ndarray:
     """``node_weight * (ratio * minmax(dense) + log(1 + bonus))`` (``calculate_passage_scores``)."""
     with np.errstate(invalid="ignore", divide="ignore"):  # a negative bonus below -1 is dropped later
-        return node_weight * (ratio * min_max(dense) + np.log1p(bonus))
+        out: np.ndarray = node_weight * (ratio * min_max(dense) + np.log1p(bonus))
+        return out
 
 
 def reset_vector(weights: np.ndarray) -> np.ndarray:

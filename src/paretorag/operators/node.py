@@ -189,7 +189,8 @@ class NodePPR(Operator):
 def _specificity(graph: Graph) -> FloatArray:
     """HippoRAG's node specificity ``1 / |P_i|`` (HippoRAG §3.2); 1 for a node in no chunk."""
     n_chunks = np.diff(graph.node_chunks.indptr).astype(np.float64)
-    return 1.0 / np.maximum(n_chunks, 1.0)
+    out: FloatArray = 1.0 / np.maximum(n_chunks, 1.0)
+    return out
 
 
 @register_operator
