@@ -168,3 +168,17 @@ def test_with_an_llm_the_llm_condenses_and_streams(wildlife):
     assert (
         sum(1 for q in llm.requests if q.messages[-1].content.startswith("Conversation:")) == 1
     )  # then cached
+
+
+def test_a_failing_llm_is_a_502_and_an_error_event_mid_stream(wildlife):
+    from paretorag import OpenAILLM
+
+    down = OpenAILLM("m", base_url="http://127.0.0.1:9/v1", api_key="", max_retries=0)
+    with live_server(create_app(wildlife, llm=down)) as base:
+        c = client(base)
+        with pytest.raises(openai.InternalServerError, match="cannot connect") as err:
+            c.chat.completions.create(model="wildlife/vanilla", messages=BEAVERS[:1])
+        assert err.value.status_code == 502 and err.value.code == "llm_failed"
+        stream = c.chat.completions.create(model="wildlife/vanilla", messages=BEAVERS[:1], stream=True)
+        with pytest.raises(openai.APIError, match="cannot connect"):
+            list(stream)
