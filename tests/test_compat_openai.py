@@ -182,3 +182,11 @@ def test_a_failing_llm_is_a_502_and_an_error_event_mid_stream(wildlife):
         stream = c.chat.completions.create(model="wildlife/vanilla", messages=BEAVERS[:1], stream=True)
         with pytest.raises(openai.APIError, match="cannot connect"):
             list(stream)
+
+
+def test_one_reader_slot_is_enough(wildlife):
+    """A chat takes one reading slot (the model lookup does not take a second one)."""
+    with live_server(create_app(wildlife, readers=1, reader_wait_s=2)) as base:
+        r = client(base).chat.completions.create(model="wildlife/vanilla", messages=BEAVERS)
+        assert r.model_extra["paretorag"]["condensed"]
+        assert [m.id for m in client(base).models.list()]  # the slot was given back

@@ -246,12 +246,14 @@ class Chat:
                 401, "unknown API key; check the key you send", code="invalid_api_key", ollama=ollama
             )
 
-    def models(self) -> list[tuple[str, str]]:
-        """``(model id, method)`` for every method this index has built."""
-        with self.service.pool.reader() as rag:
-            rag.view  # noqa: B018  (follows the latest commit)
-            built = [m for m in available_methods() if rag.built(m)]
-        return [(f"{self.index_name}/{m}", m) for m in built]
+    def models(self, rag: Any = None) -> list[tuple[str, str]]:
+        """``(model id, method)`` for every method this index has built (read with ``rag``, a
+        reading RAG the caller holds, else with one taken here)."""
+        if rag is None:
+            with self.service.pool.reader() as held:
+                return self.models(held)
+        rag.view  # noqa: B018  (follows the latest commit)
+        return [(f"{self.index_name}/{m}", m) for m in available_methods() if rag.built(m)]
 
     def created(self) -> int:
         try:
@@ -259,12 +261,12 @@ class Chat:
         except OSError:
             return 0
 
-    def method_of(self, model: str, ollama: bool) -> tuple[str, str]:
+    def method_of(self, model: str, ollama: bool, rag: Any = None) -> tuple[str, str]:
         """The model id as listed and its method; 404 (``model_not_found``) for others."""
         name = model.strip()
         if ollama and name.endswith(":latest"):
             name = name[: -len(":latest")]
-        found = dict(self.models())
+        found = dict(self.models(rag))
         if name in found:
             return name, found[name]
         by_method = {m: i for i, m in found.items()}
@@ -296,7 +298,7 @@ class Chat:
 
     def turn(self, rag: Any, body: ChatBody, ollama: bool) -> Turn:
         """The question for the index: the last user message, condensed with the earlier turns."""
-        model, method = self.method_of(body.model, ollama)
+        model, method = self.method_of(body.model, ollama, rag)  # the slot held, not a second one
         users = [i for i, m in enumerate(body.messages) if m.role == "user"]
         if not users or not body.messages[users[-1]].text().strip():
             raise CompatError(
@@ -524,7 +526,8 @@ def add_compat_routes(app: FastAPI, service: Service, ring: KeyRing, metrics: Me
                 "paretorag": chat.extra(turn, ans),
             }
         turn, events = await anyio.to_thread.run_sync(chat.run, request, raw, False)
-        include_usage = bool((json.loads(raw).get("stream_options") or {}).get("include_usage"))
+        options = json.loads(raw).get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         return _streaming(_openai_chunks(chat, turn, events, include_usage), "text/event-stream")
 
     # -- Ollama ------------------------------------------------------------------------------
