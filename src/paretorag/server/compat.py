@@ -423,12 +423,12 @@ class Chat:
     def complete(self, request: Request, raw: bytes, ollama: bool) -> tuple[Turn, Answer]:
         """The whole answer (the events consumed here)."""
         turn, events = self.run(request, raw, ollama)
-        for kind, value in events:
-            if kind == "done":
-                return turn, value
-            if kind == "error":
-                raise _compat(value, ollama)
-        raise CompatError(500, "the answer ended without a result; see the server's log", kind="server_error")
+        outcome: dict[str, Any] = {}
+        for kind, value in events:  # to the end: that gives the reading slot back
+            outcome[kind] = value
+        if "done" in outcome:
+            return turn, outcome["done"]
+        raise _compat(outcome.get("error", RuntimeError("the answer ended without a result")), ollama)
 
 
 def sources(ans: Answer) -> str:
