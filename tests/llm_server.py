@@ -21,17 +21,24 @@ def ok_body(text: str = "hello [1]") -> bytes:
 
 
 @contextmanager
-def scripted_server(script: list[tuple[Any, ...]]) -> Iterator[tuple[str, list[float]]]:
+def scripted_server(
+    script: list[tuple[Any, ...]], requests: list[tuple[dict[str, str], Any]] | None = None
+) -> Iterator[tuple[str, list[float]]]:
     """Serve ``(status, body, delay[, headers])`` answers in order (the last one repeats);
-    yields (base_url, hit times)."""
+    yields (base_url, hit times). ``requests``, if given, receives each request's headers (lower-case names)
+    and JSON body."""
     hits: list[float] = []
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             n = int(self.headers.get("Content-Length", "0"))
-            self.rfile.read(n)
+            raw = self.rfile.read(n)
             with lock:
+                if requests is not None:
+                    requests.append(
+                        ({k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"null"))
+                    )
                 hits.append(time.monotonic())
                 status, body, delay, *extra = script[min(len(hits) - 1, len(script) - 1)]
             if delay:

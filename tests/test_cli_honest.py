@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from paretorag.cli import app
 from paretorag.errors import LLMError
-from paretorag.providers.http import JSONClient
+from paretorag.providers.http import OpenAIClient
 
 from .llm_server import ok_body, scripted_server
 from .server_util import build_index, write_corpus
@@ -121,9 +121,9 @@ def test_the_budget_counts_every_wait_of_one_call():
         clock[0] += s
 
     with scripted_server([(503, b"{}", 0, {"Retry-After": "20"})]) as (url, hits):
-        client = JSONClient(url, max_retries=5, max_wait=50, sleep=sleep, clock=lambda: clock[0])
+        client = OpenAIClient(url, max_retries=5, max_wait=50, sleep=sleep, clock=lambda: clock[0])
         with pytest.raises(LLMError, match=r"stopped after 3 attempt\(s\) and 40 s: the next retry, in 20 s"):
-            client.post("/chat/completions", {})
+            client.chat(model="m", messages=[{"role": "user", "content": "hi"}])
     assert slept == [20.0, 20.0] and len(hits) == 3
 
 

@@ -161,3 +161,44 @@ def test_openai_without_environment_fails_at_once(monkeypatch):
     with pytest.raises(LLMError, match=r"is the server running.*OPENAI_BASE_URL"):
         llm.complete(user_prompt("hi"))
     assert time.monotonic() - t0 < 3.0
+
+
+def test_the_openai_client_sends_the_key_only_when_there_is_one_and_streams():
+    import json
+
+    from paretorag.providers.embedders import RegexTokenizer
+    from paretorag.providers.wrappers import CountingLLM
+    from paretorag.types import Usage
+
+    seen: list = []
+    with scripted_server([(200, ok_body("fine"), 0)], seen) as (url, _):
+        OpenAILLM("m", base_url=url, api_key="sk-test").complete(user_prompt("hi", max_tokens=9))
+        OpenAILLM("m", base_url=url, api_key="").complete(user_prompt("hi"))
+    (with_key, body), (without, _) = seen
+    assert with_key["authorization"] == "Bearer sk-test" and "authorization" not in without
+    assert body["model"] == "m" and body["max_tokens"] == 9 and body["messages"][-1]["content"] == "hi"
+    chunks = ["Otters ", "eat ", "fish."]
+    events = [{"choices": [{"delta": {"content": c}}]} for c in chunks]
+    events.append({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
+    sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    script = [(200, sse.encode(), 0, {"Content-Type": "text/event-stream"})]
+    with scripted_server(script, seen) as (url, hits):
+        assert list(OpenAILLM("m", base_url=url, api_key="").stream(user_prompt("hi"))) == chunks
+    assert seen[-1][1]["stream"] is True and len(hits) == 1
+    usage = Usage()  # counting is unchanged: one call, the server's token counts
+    with scripted_server([(200, ok_body("fine"), 0)]) as (url, _):
+        counted = CountingLLM(
+            OpenAILLM("m", base_url=url, api_key=""), usage, "query.answer", RegexTokenizer()
+        )
+        counted.complete(user_prompt("hi"))
+    total = usage.total
+    assert (total.calls, total.prompt_tokens, total.completion_tokens) == (1, 11, 2)
+
+
+def test_a_404_is_not_retried_and_names_the_status():
+    with (
+        scripted_server([(404, b'{"error": {"message": "no such model"}}', 0)]) as (url, hits),
+        pytest.raises(LLMError, match=r"refused the request: HTTP 404: .*no such model"),
+    ):
+        OpenAILLM("m", base_url=url, backoff=0.01).complete(user_prompt("hi"))
+    assert len(hits) == 1

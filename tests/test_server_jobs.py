@@ -19,7 +19,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 from fastapi.testclient import TestClient
 
 from paretorag import OpenAILLM
-from paretorag.providers.http import JSONClient
+from paretorag.providers.http import OpenAIClient
 from paretorag.server import create_app
 from paretorag.server.jobs import Writer
 
@@ -98,10 +98,11 @@ def test_waiting_names_the_lock_then_the_model_server_and_ends(tmp_path):
             with progress.task("embedding chunks", 2) as task:
                 look()
                 task.advance(2)
+            client = OpenAIClient(url, max_retries=2)  # made first: the poller times the request
             poller = threading.Thread(target=lambda: (ready.wait(5), time.sleep(0.3), look()))
             poller.start()
             ready.set()
-            JSONClient(url, max_retries=2).post("/chat/completions", {})
+            client.chat(model="m", messages=[{"role": "user", "content": "hi"}])
             poller.join()
             look()
             return {"ok": True}

@@ -459,12 +459,12 @@ class OpenAIEmbedder:
         dim: int,
         timeout: float = 60.0,
     ) -> None:
-        from .http import JSONClient
+        from .http import OpenAIClient
 
         url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not url:
             raise ConfigError("OpenAIEmbedder needs base_url (or the OPENAI_BASE_URL environment variable)")
-        self._client = JSONClient(url, api_key or os.environ.get("OPENAI_API_KEY", ""), timeout=timeout)
+        self._client = OpenAIClient(url, api_key or os.environ.get("OPENAI_API_KEY", ""), timeout=timeout)
         self.model = model
         self.name = f"openai:{model}"
         self.dim = dim
@@ -473,11 +473,11 @@ class OpenAIEmbedder:
     def embed(self, texts: list[str]) -> F32:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        data = self._client.post("/embeddings", {"model": self.model, "input": texts})
+        data = self._client.embeddings(model=self.model, input=texts)
         try:
-            rows = sorted(data["data"], key=lambda r: r["index"])
-            vecs = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
+            rows = sorted(data.data, key=lambda r: r.index)
+            vecs = np.asarray([r.embedding for r in rows], dtype=np.float32)
+        except (AttributeError, TypeError, ValueError) as exc:
             raise EmbedderError(f"embeddings server returned an unexpected body: {str(data)[:200]}") from exc
         if vecs.shape != (len(texts), self.dim):
             raise EmbedderError(

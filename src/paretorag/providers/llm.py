@@ -30,7 +30,8 @@ __all__ = ["ExtractiveLLM", "FakeLLM", "LlamaCppLLM", "OpenAILLM", "make_llm", "
 
 
 class OpenAILLM:
-    """Any OpenAI-compatible chat-completions server.
+    """Any OpenAI-compatible chat-completions server, through the official ``openai`` client
+    (:class:`paretorag.providers.http.OpenAIClient`: our retries, waits told, a time budget).
 
     Parameters
     ----------
@@ -46,6 +47,8 @@ class OpenAILLM:
         Retries on 429, 5xx, timeouts and garbage, with exponential backoff.
     max_concurrency : int
         Calls in flight at once (used by :func:`paretorag.providers.wrappers.complete_many`).
+    max_wait : float, optional
+        Seconds one call may take, retries included (default ``$PARETORAG_LLM_MAX_WAIT`` or 300).
     """
 
     generative = True
@@ -60,8 +63,9 @@ class OpenAILLM:
         max_retries: int = 5,
         backoff: float = 0.5,
         max_concurrency: int = 8,
+        max_wait: float | None = None,
     ) -> None:
-        from .http import JSONClient
+        from .http import OpenAIClient
 
         if not model:
             raise ConfigError("OpenAILLM needs a model name: --llm openai:MODEL")
@@ -75,13 +79,14 @@ class OpenAILLM:
                     "(for api.openai.com); neither is set"
                 )
             url = "https://api.openai.com/v1"
-        self.client = JSONClient(
+        self.client = OpenAIClient(
             url,
             key,
             timeout=timeout,
             max_retries=max_retries,
             backoff=backoff,
             hint="OPENAI_BASE_URL sets the server's URL",
+            max_wait=max_wait,
         )
         self.base_url = self.client.base_url
         self.model = model
@@ -91,41 +96,40 @@ class OpenAILLM:
         self.max_concurrency = max_concurrency
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
-    def complete(self, request: Request) -> Completion:
-        payload = {
+    def _params(self, request: Request) -> dict[str, Any]:
+        return {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
+
+    def complete(self, request: Request) -> Completion:
+        from .http import chat_text
+
         with self._slots:
-            data = self.client.post("/chat/completions", payload, validate=_chat_text)
-        usage = data.get("usage") or {}
+            data = self.client.chat(**self._params(request))
+        usage = data.usage
         return Completion(
-            _chat_text(data),
-            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            chat_text(data),
+            prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
+            completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
         )
 
     def stream(self, request: Request) -> Iterator[str]:
-        """The answer as it is generated (``"stream": true``, server-sent events).
+        """The answer as it is generated (``stream=True``, server-sent events).
 
         A stream that fails before its first piece (HTTP 429/5xx, a refused stream) is
         retried as one :meth:`complete` call, with its retries and error messages; a
         timeout is reported at once.
         """
-        payload = {
-            "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-        }
+        from .http import delta_text
+
         started = False
         with self._slots:
             try:
-                for event in self.client.stream("/chat/completions", payload):
-                    piece = _delta_text(event)
+                for chunk in self.client.chat_stream(**self._params(request)):
+                    piece = delta_text(chunk)
                     if piece:
                         started = True
                         yield piece
@@ -138,23 +142,8 @@ class OpenAILLM:
         yield self.complete(request).text
 
 
-def _delta_text(event: Any) -> str:
-    """The text of one streamed chat-completions chunk (``choices[0].delta.content``)."""
-    try:
-        choices = event["choices"]
-        if not choices:  # the usage chunk of stream_options.include_usage
-            return ""
-        text = choices[0].get("delta", {}).get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise LLMResponseError(
-            f"chat server streamed a chunk without choices[0].delta: {str(event)[:200]}"
-        ) from None
-    if not isinstance(text, str):
-        raise LLMResponseError(f"chat server streamed non-text content: {str(text)[:200]}")
-    return text
-
-
 def _chat_text(data: Any) -> str:
+    """The text of a chat completion as a dict (llama-cpp-python's in-process answers)."""
     try:
         text = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):

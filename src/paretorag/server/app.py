@@ -642,6 +642,10 @@ def create_app(
         }
         return PlainTextResponse(metrics.render(gauges), media_type="text/plain; version=0.0.4")
 
+    from .compat import add_compat_routes
+
+    add_compat_routes(app, service, ring, metrics)  # /v1/chat/completions, /v1/models, /api/chat, /api/tags
+
     # -- the page --------------------------------------------------------------
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
