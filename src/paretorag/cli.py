@@ -796,6 +796,17 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
 
 
+@app.command("mcp")
+def mcp_command(index_dir: Path = IndexOpt, llm: str | None = AnswerLLMOpt) -> None:
+    """Serve the index to MCP clients over stdin/stdout (tools: search, answer, list_documents)."""
+    from .mcp_server import run_stdio
+
+    try:
+        run_stdio(index_dir, llm=llm)
+    except ParetoragError as exc:
+        _fail(exc)
+
+
 def _register_eval() -> None:
     from .eval.cli import eval_command
 
