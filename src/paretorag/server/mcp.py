@@ -65,7 +65,7 @@ class MCPEndpoint:
                 self._manager = None
 
     def route(self) -> Route:
-        """The route at ``/mcp`` (every verb: POST messages, GET the stream, DELETE a session)."""
+        """The route at ``/mcp`` (every verb: the SDK answers those it serves)."""
         return Route(PATH, self, include_in_schema=False)
 
     def _refusal(self, scope: Scope) -> APIError | None:
