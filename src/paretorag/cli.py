@@ -36,8 +36,44 @@ app = typer.Typer(
 out = Console(soft_wrap=True, emoji=False)  # ":name:" in a passage is text, not an emoji
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 
-NewIndexOpt = typer.Option(..., "--index", "-i", help="Index directory (created if missing).")
-IndexOpt = typer.Option(..., "--index", "-i", help="An existing index directory (see `paretorag index`).")
+
+
+def _configured(key: str, required: bool = False) -> Any:
+    """A flag's default from ``paretorag.toml`` or ``$PARETORAG_*`` (see ``paretorag config show``)."""
+
+    def default() -> Any:
+        from .config import KEYS, active
+
+        s = active().settings[key]  # loaded (and checked) by the callback
+        if s.value is None and required:
+            raise typer.BadParameter(
+                f"missing: pass {KEYS[key].flag} DIR, or set index.path in paretorag.toml "
+                f"([index] path = ...) or ${KEYS[key].env}"
+            )
+        if s.source == "default":
+            return None
+        return Path(s.value) if key == "index.path" else ",".join(s.value) if key == "index.methods" else s.value
+
+    return default
+
+
+NewIndexOpt = typer.Option(
+    ...,
+    "--index",
+    "-i",
+    default_factory=_configured("index.path", required=True),
+    show_default=False,
+    help="Index directory (created if missing; default: index.path of paretorag.toml, $PARETORAG_INDEX).",
+)
+IndexOpt = typer.Option(
+    ...,
+    "--index",
+    "-i",
+    default_factory=_configured("index.path", required=True),
+    show_default=False,
+    help="An existing index directory (see `paretorag index`; default: index.path of paretorag.toml, "
+    "$PARETORAG_INDEX).",
+)
 
 
 def _version(value: bool) -> None:
@@ -51,9 +87,21 @@ def _main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Settings file (default: ./paretorag.toml, or $PARETORAG_CONFIG); see `paretorag config show`.",
+    ),
 ) -> None:
     """Cheap, good graph-based RAG with citations."""
     _show_waits()
+    from .config import active, select
+
+    select(config)
+    try:
+        active()  # a bad file fails every command at once, naming the file and the key
+    except ConfigError as exc:
+        _fail(exc)
 
 
 def _text(value: Any) -> str:
@@ -67,8 +115,10 @@ NoWaitOpt = typer.Option(
 
 
 LLMMaxWaitOpt = typer.Option(
-    None,
+    ...,
     "--llm-max-wait",
+    default_factory=_configured("llm.max_wait"),
+    show_default=False,
     help="Seconds one LLM call may take with its retries and waits (e.g. on HTTP 429) before it stops "
     "with the error (default $PARETORAG_LLM_MAX_WAIT or 300).",
 )
@@ -166,9 +216,13 @@ def _report(report: IndexReport, rag: RAG) -> None:
 
 
 def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
+    from .config import active
     from .settings import parse_builder_settings
 
-    return parse_builder_settings(items)
+    merged = active().builder_settings()  # [set.*] of paretorag.toml and $PARETORAG_SET; --set wins
+    for structure, values in parse_builder_settings(items).items():
+        merged[structure] = {**merged.get(structure, {}), **values}
+    return merged
 
 
 def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings: list[str]) -> None:
@@ -199,16 +253,31 @@ def index(
     ),
     index_dir: Path = NewIndexOpt,
     methods: str | None = typer.Option(
-        None, "--methods", "-m", help="Methods to build for, e.g. vanilla,e2graphrag."
+        ...,
+        "--methods",
+        "-m",
+        default_factory=_configured("index.methods"),
+        show_default=False,
+        help="Methods to build for, e.g. vanilla,e2graphrag.",
     ),
     replace_methods: bool = typer.Option(
         False,
         "--replace-methods",
         help="Serve exactly --methods: drop the index's other methods (their structures are kept until the chunks change).",
     ),
-    llm: str | None = typer.Option(None, "--llm", help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]"),
+    llm: str | None = typer.Option(
+        ...,
+        "--llm",
+        default_factory=_configured("llm.model"),
+        show_default=False,
+        help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]",
+    ),
     embedder: str | None = typer.Option(
-        None, "--embedder", help="minilm (default) | hash | st:PATH | openai:MODEL:DIM"
+        ...,
+        "--embedder",
+        default_factory=_configured("embedder.model"),
+        show_default=False,
+        help="minilm (default) | hash | st:PATH | openai:MODEL:DIM",
     ),
     chunk_size: int | None = typer.Option(None, "--chunk-size", help="Tokens per chunk (default 1200)."),
     chunk_overlap: int | None = typer.Option(
@@ -354,6 +423,13 @@ def _method_or_default(rag: RAG, method: str | None) -> str:
     return method
 
 
+def _method_settings(method: str) -> dict[str, Any]:
+    """``[method.NAME]`` of paretorag.toml: the settings of ``method`` when it answers."""
+    from .config import active
+
+    return active().method_settings(method)
+
+
 def _print_answer(data: dict[str, Any], context_only: bool) -> None:
     """An answer's JSON (``Answer.to_json``, or a server's ``POST /query``) for a reader."""
     if not context_only and data.get("answered_by") == "reader":
@@ -380,12 +456,21 @@ def _print_answer(data: dict[str, Any], context_only: bool) -> None:
 
 
 MethodOpt = typer.Option(
-    None,
+    ...,
     "--method",
     "-m",
+    default_factory=_configured("index.method"),
+    show_default=False,
     help="Retrieval method (default: the recommended one, `fusion`, where the index has it built).",
 )
-KOpt = typer.Option(None, "-k", "--top-k", help="Passages to retrieve (method default if omitted).")
+KOpt = typer.Option(
+    ...,
+    "-k",
+    "--top-k",
+    default_factory=_configured("index.k"),
+    show_default=False,
+    help="Passages to retrieve (method default if omitted).",
+)
 BudgetOpt = typer.Option(None, "--budget", help="Context budget in tokens.")
 ContextOnlyOpt = typer.Option(False, "--context-only", help="Retrieve only; no answer.")
 ReaderOpt = typer.Option(
@@ -394,19 +479,30 @@ ReaderOpt = typer.Option(
     help="Who answers: reader (short answer + evidence, offline), extractive (evidence sentences) or "
     "llm (the --llm / index LLM). Default: the LLM when it generates, else the reader.",
 )
-AnswerLLMOpt = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's.")
+AnswerLLMOpt = typer.Option(
+    ...,
+    "--llm",
+    default_factory=_configured("llm.model"),
+    show_default=False,
+    help="Answer with this LLM instead of the index's.",
+)
 
 
 @app.command()
 def query(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path | None = typer.Option(
-        None, "--index", "-i", help="An existing index directory (see `paretorag index`)."
+        None,
+        "--index",
+        "-i",
+        help="An existing index directory (see `paretorag index`; default: index.path of paretorag.toml).",
     ),
     method: str | None = MethodOpt,
     k: int | None = KOpt,
     budget: int | None = BudgetOpt,
-    llm: str | None = AnswerLLMOpt,
+    llm: str | None = typer.Option(
+        None, "--llm", help="Answer with this LLM instead of the index's (default: llm.model of paretorag.toml)."
+    ),
     context_only: bool = ContextOnlyOpt,
     reader: str | None = ReaderOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -435,6 +531,8 @@ def query(
             body |= {"context_only": context_only, "reader": reader}
             data = ask(server, body, api_key=api_key or "")
         else:
+            index_dir = index_dir or _configured("index.path")()
+            llm = llm or _configured("llm.model")()
             if index_dir is None:
                 raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
             from .providers.llm import make_llm
@@ -444,7 +542,13 @@ def query(
             with RAG.open(index_dir, create=False, llm=answer_llm) as rag:
                 method = _method_or_default(rag, method)
                 ans = rag.query(
-                    question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
+                    question,
+                    method=method,
+                    k=k,
+                    budget=budget,
+                    context_only=context_only,
+                    reader=reader,
+                    **_method_settings(method),
                 )
             data = ans.to_json()
     except ParetoragError as exc:
@@ -498,7 +602,13 @@ def chat(
                 continue
             try:
                 ans = rag.query(
-                    question, method=method, k=k, budget=budget, context_only=context_only, reader=reader
+                    question,
+                    method=method,
+                    k=k,
+                    budget=budget,
+                    context_only=context_only,
+                    reader=reader,
+                    **_method_settings(method),
                 )
             except ParetoragError as exc:
                 failed += 1
@@ -729,7 +839,7 @@ def serve(
         "--api-key-file",
         help="API keys, one per line (ro:KEY for read-only); also $PARETORAG_API_KEYS.",
     ),
-    llm: str | None = typer.Option(None, "--llm", help="Answer with this LLM instead of the index's."),
+    llm: str | None = AnswerLLMOpt,
     readers: int = typer.Option(4, "--readers", help="Queries served at once (all share one loaded index)."),
     create: bool = typer.Option(False, "--create", help="Create an empty index if DIR has none."),
     no_wait: bool = typer.Option(
@@ -794,6 +904,26 @@ def serve(
         err.print(f"[yellow]{_text(line)}[/]")
     err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
     uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
+
+
+@app.command("mcp")
+def mcp_command(index_dir: Path = IndexOpt, llm: str | None = AnswerLLMOpt) -> None:
+    """Serve the index to MCP clients over stdin/stdout (tools: search, answer, list_documents)."""
+    from .mcp_server import run_stdio
+
+    try:
+        run_stdio(index_dir, llm=llm)
+    except ParetoragError as exc:
+        _fail(exc)
+
+
+def _register_config() -> None:
+    from .config_cli import config_app
+
+    app.add_typer(config_app, name="config")
+
+
+_register_config()
 
 
 def _register_eval() -> None:

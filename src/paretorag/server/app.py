@@ -16,7 +16,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from ..types import Answer, Budget
 from .auth import WRITE, KeyRing
 from .errors import APIError, error_body, status_of
 from .jobs import Job, new_job_id
+from .mcp import mcp_endpoint
 from .metrics import Metrics
 from .service import Limits, Service, check_upload_name, records_to_documents
 
@@ -221,10 +222,12 @@ def create_app(
     )
     lim = service.limits
     ring = keys or KeyRing()
+    mcp = mcp_endpoint(service, ring)  # MCP over streamable HTTP at /mcp (None without the mcp package)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp.running() if mcp else nullcontext():
+            yield
         service.close()
 
     app = FastAPIOffline(  # Swagger UI and ReDoc from the package's files, not a CDN
@@ -652,6 +655,8 @@ def create_app(
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if mcp is not None:
+        app.router.routes.append(mcp.route())
 
     # the JSON record schema, referenced by the upload's requestBody
     original_openapi = app.openapi
