@@ -39,6 +39,7 @@ from ..providers.notices import listening
 from ..types import Answer, Budget
 from .auth import WRITE, KeyRing
 from .errors import APIError, error_body, status_of
+from .graph import graph_router
 from .jobs import Job, new_job_id
 from .metrics import Metrics
 from .service import Limits, Service, check_upload_name, records_to_documents
@@ -641,6 +642,8 @@ def create_app(
             "paretorag_jobs_pending": float(service.writer.pending()),
         }
         return PlainTextResponse(metrics.render(gauges), media_type="text/plain; version=0.0.4")
+
+    app.include_router(graph_router(service, can_read, ERRORS))  # /graph/...: entities, neighborhood
 
     # -- the page --------------------------------------------------------------
     @app.get("/", include_in_schema=False)
