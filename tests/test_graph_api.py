@@ -106,3 +106,30 @@ def test_an_index_without_a_graph_says_how_to_build_one(tmp_path):
     assert r.status_code == 409
     assert "holds no graph yet" in r.json()["error"]["message"]
     assert "--methods fusion" in r.json()["error"]["message"]
+
+
+def test_the_page_serves_the_pinned_cytoscape_from_the_package(tmp_path):
+    """The graph view's library is the vendored file (scripts/vendor_js.sh), not a CDN's."""
+    import hashlib
+    import re
+
+    static = Path(__file__).parents[1] / "src" / "paretorag" / "server" / "static"
+    note = (static / "vendor" / "cytoscape.VERSION").read_text(encoding="utf-8")
+    version = re.search(r"^cytoscape (\S+) ", note, re.M)
+    sha256 = re.search(r"sha256 ([0-9a-f]{64})", note)
+    integrity = re.search(r"(sha512-\S+)", note)
+    assert version and sha256 and integrity
+    script = (Path(__file__).parents[1] / "scripts" / "vendor_js.sh").read_text(encoding="utf-8")
+    assert f"VERSION={version.group(1)}\n" in script and f"INTEGRITY={integrity.group(1)}\n" in script
+    docs = (Path(__file__).parents[1] / "docs" / "graph.md").read_text(encoding="utf-8")
+    assert version.group(1) in docs and integrity.group(1) in docs
+    assert "Copyright" in (static / "vendor" / "cytoscape.LICENSE").read_text(encoding="utf-8")
+    for page in ("index.html", "app.js"):
+        assert not re.search(
+            r"""src=["']?https?:|import\s*\(\s*["']https?:""", (static / page).read_text("utf-8")
+        )
+    ix = build_index(tmp_path / "ix", write_corpus(tmp_path / "src"))
+    with live_server(create_app(ix), limit_s=60) as base:
+        r = httpx.get(base + "/static/vendor/cytoscape.min.js", timeout=30)
+    assert r.status_code == 200 and "javascript" in r.headers["content-type"]
+    assert hashlib.sha256(r.content).hexdigest() == sha256.group(1)

@@ -96,15 +96,14 @@ def builds_hint(structure: str, index: object) -> str:
     from .index import required_structures
 
     rows = catalog.methods()
-    needing = [
-        r["name"] for r in rows if not r.get("preset_of") and structure in required_structures([r["name"]])
-    ]
+    needing = [r["name"] for r in rows if structure in required_structures([r["name"]])]
     if not needing:
         return f"no method reads {structure!r}; it cannot be built by `paretorag index`"
-    # the recommended method first, then the ones that index without an LLM
+    # the recommended method first, then the ones that query without an LLM, presets last
     cheap = {r["name"] for r in rows if not r.get("uses_llm")}
     rec = {r["name"] for r in rows if r.get("recommended")}
-    needing.sort(key=lambda m: (m not in rec, m not in cheap, len(m), m))
+    preset = {r["name"] for r in rows if r.get("preset_of")}
+    needing.sort(key=lambda m: (m not in rec, m not in cheap, m in preset, len(m), m))
     others = f" (or {', '.join(needing[1:4])})" if len(needing) > 1 else ""
     return f"build it with `paretorag index --index {index} --methods {needing[0]}`{others}"
 
@@ -275,21 +274,23 @@ def relations(ref: GraphRef, q: str | None = None, limit: int = 50) -> list[dict
     names = ref.graph.names
     terms = _terms(q)
     counts = np.diff(edges["chunks"].indptr)
+    weight = np.asarray(edges["weight"], np.float64)
+    if not terms:  # every edge: one sort, no loop
+        order = np.lexsort((np.arange(weight.size), -counts, -weight))[:limit]
+        return [edge_row(ref, edges, int(j)) for j in order]
     keep: list[int] = []
     for j in range(int(edges["src"].size)):
-        if terms:
-            text = " ".join(
-                (
-                    names[int(edges["src"][j])],
-                    edges["relation"][j] if edges["relation"] else "",
-                    names[int(edges["dst"][j])],
-                    edges["description"][j] if edges["description"] else "",
-                )
-            ).lower()
-            if not all(t in text for t in terms):
-                continue
-        keep.append(j)
-    keep.sort(key=lambda j: (-float(edges["weight"][j]), -int(counts[j]), j))
+        text = " ".join(
+            (
+                names[int(edges["src"][j])],
+                edges["relation"][j] if edges["relation"] else "",
+                names[int(edges["dst"][j])],
+                edges["description"][j] if edges["description"] else "",
+            )
+        ).lower()
+        if all(t in text for t in terms):
+            keep.append(j)
+    keep.sort(key=lambda j: (-float(weight[j]), -int(counts[j]), j))
     return [edge_row(ref, edges, j) for j in keep[:limit]]
 
 
