@@ -110,8 +110,12 @@ def builds_hint(structure: str, index: object) -> str:
 
 def graph_structures(view: LoadedIndex) -> list[str]:
     """The built structures of ``view`` that hold a node graph, in :data:`PREFERRED` order."""
-    built = [name for name in view.manifest.structures if _holds_graph(view, name)]
-    return sorted(built, key=lambda s: (PREFERRED.index(s) if s in PREFERRED else len(PREFERRED), s))
+
+    def compute() -> list[str]:
+        built = [name for name in view.manifest.structures if _holds_graph(view, name)]
+        return sorted(built, key=lambda s: (PREFERRED.index(s) if s in PREFERRED else len(PREFERRED), s))
+
+    return list(view.cached("explore:graphs", compute))
 
 
 def _holds_graph(view: LoadedIndex, name: str) -> bool:
@@ -156,7 +160,7 @@ def open_graph(view: LoadedIndex, structure: str | None = None) -> GraphRef:
         raise MissingStructureError(
             f"the index {view.root} has no {structure!r} structure; {builds_hint(structure, view.root)}"
         )
-    if not _holds_graph(view, structure):
+    if structure not in graph_structures(view):
         built = ", ".join(graph_structures(view)) or "none"
         raise ConfigError(f"structure {structure!r} is not a node graph; the graphs built here: {built}")
     return GraphRef(structure, load_graph(view, structure), view)
