@@ -352,6 +352,7 @@ async function showGraph(ev) {
     graphData.edges.forEach((e, i) => elements.push({
       group: "edges",
       data: { id: "e" + i, source: "n" + e.source, target: "n" + e.target, weight: e.weight, label: e.relation || "" },
+      classes: e.relation && e.relation !== "synonym" ? "relation" : "", // subject -> object
     }));
     const maxWeight = Math.max(1, ...graphData.edges.map((e) => e.weight));
     const maxScore = Math.max(1e-6, ...graphData.nodes.map((n) => n.score));
@@ -372,6 +373,7 @@ async function showGraph(ev) {
         { selector: "edge", style: {
           "width": `mapData(weight, 0, ${maxWeight}, 1, 5)`, "line-color": "#c4c9d4", "curve-style": "bezier",
           "label": "data(label)", "font-size": 9, "color": "#666" } },
+        { selector: "edge.relation", style: { "target-arrow-shape": "triangle", "target-arrow-color": "#c4c9d4" } },
       ],
     });
     cy.on("tap", "node", (e) => showNode(e.target.data()));
@@ -387,6 +389,10 @@ async function showGraph(ev) {
   }
 }
 $("graph-form").addEventListener("submit", showGraph);
+window.addEventListener("resize", () => { // a phone turned sideways: the whole graph in view again
+  const cy = window.paretoragGraph;
+  if (cy && !$("panel-graph").hidden) { cy.resize(); cy.fit(undefined, 20); }
+});
 $("show-graph").addEventListener("click", () => {
   $("graph-q").value = $("question").value;
   $("graph-by").value = "question";
