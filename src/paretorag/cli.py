@@ -969,6 +969,10 @@ def _register_train_ranker() -> None:
 
 _register_train_ranker()
 
+from .graph_cli import graph_app  # noqa: E402  (typer and rich only)
+
+app.add_typer(graph_app, name="graph")
+
 
 def optional_ray_address(argv: list[str]) -> list[str]:
     """``--ray`` given without an address (last, or before another option) means ``--ray local``.

@@ -219,6 +219,7 @@ def _register_factory() -> None:
 
 
 _LOCK = threading.Lock()
+_IMPORT_LOCK = threading.RLock()
 _PIPELINES: dict[tuple[str, tuple[str, ...], bool, str, bool], Language] = {}
 
 
@@ -246,18 +247,21 @@ def import_spacy() -> Any:
     """
     from .onnx_embedder import BACKEND_ENV
 
-    if "spacy" in sys.modules:
-        return sys.modules["spacy"]
-    hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
-    finder = _NoTorchHere() if hide else None
-    if finder is not None:
-        sys.meta_path.insert(0, finder)
-    try:
-        import spacy
-    finally:
+    # one import at a time: while a thread imports spaCy, sys.modules already holds the
+    # half-initialized module, and a second builder thread must not take it (spacy.load missing)
+    with _IMPORT_LOCK:
+        if "spacy" in sys.modules:
+            return sys.modules["spacy"]
+        hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
+        finder = _NoTorchHere() if hide else None
         if finder is not None:
-            sys.meta_path.remove(finder)
-    return spacy
+            sys.meta_path.insert(0, finder)
+        try:
+            import spacy
+        finally:
+            if finder is not None:
+                sys.meta_path.remove(finder)
+        return spacy
 
 
 def load_pipeline(

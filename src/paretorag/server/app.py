@@ -39,6 +39,7 @@ from ..providers.notices import listening
 from ..types import Answer, Budget
 from .auth import WRITE, KeyRing
 from .errors import APIError, error_body, status_of
+from .graph import graph_router
 from .jobs import Job, new_job_id
 from .mcp import mcp_endpoint
 from .metrics import Metrics
@@ -648,6 +649,7 @@ def create_app(
     from .compat import add_compat_routes
 
     add_compat_routes(app, service, ring, metrics)  # /v1/chat/completions, /v1/models, /api/chat, /api/tags
+    app.include_router(graph_router(service, can_read, ERRORS))  # /graph/...: entities, neighborhood
 
     # -- the page --------------------------------------------------------------
     @app.get("/", include_in_schema=False)

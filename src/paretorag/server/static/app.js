@@ -1,5 +1,7 @@
-// The paretorag page: no build step, no dependencies. Every text from the server is put
-// into the page as text (textContent), never as HTML.
+// The paretorag page: no build step. Its one library, cytoscape.js (the graph view), is
+// vendored in /static/vendor (scripts/vendor_js.sh) and loaded when the Graph tab opens.
+// Every text from the server is put into the page as text (textContent), never as HTML;
+// cytoscape draws labels on a canvas.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -45,8 +47,10 @@ for (const tab of document.querySelectorAll(".tab")) {
       $(t.dataset.panel).hidden = t !== tab;
     }
     if (tab.id === "tab-docs") loadDocuments();
+    if (tab.id === "tab-graph") loadStructures();
   });
 }
+function openTab(id) { $(id).click(); }
 
 // -- methods ------------------------------------------------------------------
 async function loadMethods() {
@@ -256,6 +260,145 @@ $("upload-form").addEventListener("submit", async (ev) => {
 async function removeDocument(docId) {
   await submitJob(`/documents/${docId}`, { method: "DELETE", headers: headers() });
 }
+
+// -- the graph ----------------------------------------------------------------
+let cytoscapeLoaded = null;
+let graphData = null;
+
+function loadCytoscape() {
+  if (!cytoscapeLoaded) {
+    cytoscapeLoaded = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = "/static/vendor/cytoscape.min.js";
+      script.onload = () => resolve(window.cytoscape);
+      script.onerror = () => { cytoscapeLoaded = null; reject(new Error("cannot load /static/vendor/cytoscape.min.js")); };
+      document.head.appendChild(script);
+    });
+  }
+  return cytoscapeLoaded;
+}
+
+async function loadStructures() {
+  const sel = $("graph-structure");
+  if (sel.options.length) return;
+  const resp = await fetch("/graph/structures", { headers: headers() });
+  if (!resp.ok) { show($("graph-error"), await errorText(resp)); return; }
+  const body = await resp.json();
+  if (!body.structures.length) {
+    show($("graph-error"), "this index has no graph yet; build one with `paretorag index --index DIR --methods fusion`");
+    return;
+  }
+  for (const st of body.structures) {
+    const opt = document.createElement("option");
+    opt.value = st.name;
+    opt.textContent = `${st.name} (${st.nodes} nodes)`;
+    sel.appendChild(opt);
+  }
+  sel.value = body.default;
+}
+
+function showNode(data) {
+  $("graph-node").hidden = false;
+  $("graph-node-title").textContent = data.name;
+  $("graph-node-meta").textContent =
+    `${data.kind} · ${data.degree} neighbour(s) · in ${data.passages} passage(s)` +
+    (data.description ? ` · ${data.description}` : "");
+  const ol = $("graph-passages");
+  ol.textContent = "";
+  for (const id of data.passage_ids) {
+    const p = graphData.passages[id];
+    if (!p) continue;
+    const li = document.createElement("li");
+    li.dataset.chunkId = id;
+    const title = document.createElement("span");
+    title.className = "title";
+    title.textContent = p.title || "(untitled)";
+    li.appendChild(title);
+    if (p.retrieved) {
+      const tag = document.createElement("span");
+      tag.className = "tag";
+      tag.textContent = `retrieved, score ${Number(p.score).toFixed(3)}`;
+      li.appendChild(tag);
+    }
+    const text = document.createElement("div");
+    text.className = "text";
+    text.textContent = p.text;
+    li.appendChild(text);
+    ol.appendChild(li);
+  }
+  $("graph-node").scrollIntoView({ block: "nearest" });
+}
+
+async function showGraph(ev) {
+  if (ev) ev.preventDefault();
+  show($("graph-error"), "");
+  $("graph-node").hidden = true;
+  const q = $("graph-q").value.trim();
+  if (!q) return;
+  const params = new URLSearchParams({ [$("graph-by").value]: q });
+  if ($("graph-structure").value) params.set("structure", $("graph-structure").value);
+  if ($("graph-by").value === "question" && $("method").value) params.set("method", $("method").value);
+  $("graph-show").disabled = true;
+  try {
+    const [cytoscape, resp] = await Promise.all([loadCytoscape(), fetch("/graph/neighborhood?" + params, { headers: headers() })]);
+    if (!resp.ok) { show($("graph-error"), await errorText(resp)); return; }
+    graphData = await resp.json();
+    const maxDegree = Math.max(1, ...graphData.nodes.map((n) => n.degree));
+    const elements = graphData.nodes.map((n) => ({
+      group: "nodes",
+      data: Object.assign({}, n, { id: "n" + n.id, row: n.id, size: 16 + 24 * Math.sqrt(n.degree / maxDegree) }),
+      classes: n.seed ? "seed" : "",
+    }));
+    graphData.edges.forEach((e, i) => elements.push({
+      group: "edges",
+      data: { id: "e" + i, source: "n" + e.source, target: "n" + e.target, weight: e.weight, label: e.relation || "" },
+      classes: e.relation && e.relation !== "synonym" ? "relation" : "", // subject -> object
+    }));
+    const maxWeight = Math.max(1, ...graphData.edges.map((e) => e.weight));
+    const maxScore = Math.max(1e-6, ...graphData.nodes.map((n) => n.score));
+    if (window.paretoragGraph) window.paretoragGraph.destroy();
+    const cy = cytoscape({
+      container: $("graph-canvas"),
+      elements,
+      layout: { name: "cose", animate: false, randomize: false, nodeDimensionsIncludeLabels: true },
+      minZoom: 0.2,
+      maxZoom: 4,
+      style: [
+        { selector: "node", style: {
+          "label": "data(name)", "width": "data(size)", "height": "data(size)", "font-size": 11,
+          "background-color": "#9db4e8", "text-valign": "bottom", "text-margin-y": 3, "color": "#1d1d1f" } },
+        // darker: in more of the retrieved passages, and in better ones (or the entity itself)
+        { selector: "node.seed", style: { "background-color": `mapData(score, 0, ${maxScore}, #9db4e8, #2463eb)` } },
+        { selector: "node:selected", style: { "border-width": 3, "border-color": "#f08c00" } },
+        { selector: "edge", style: {
+          "width": `mapData(weight, 0, ${maxWeight}, 1, 5)`, "line-color": "#c4c9d4", "curve-style": "bezier",
+          "label": "data(label)", "font-size": 9, "color": "#666" } },
+        { selector: "edge.relation", style: { "target-arrow-shape": "triangle", "target-arrow-color": "#c4c9d4" } },
+      ],
+    });
+    cy.on("tap", "node", (e) => showNode(e.target.data()));
+    window.paretoragGraph = cy; // for the page's test and the browser console
+    const what = graphData.entity ? `around ${graphData.entity}` : `in the ${graphData.retrieved.length} passage(s) ${graphData.method} retrieved`;
+    $("graph-summary").textContent =
+      `${graphData.nodes.length} node(s), ${graphData.edges.length} edge(s) of ${graphData.structure} ${what}` +
+      (graphData.truncated ? " (the best shown)" : "") + "; click a node for its passages";
+  } catch (e) {
+    show($("graph-error"), String(e));
+  } finally {
+    $("graph-show").disabled = false;
+  }
+}
+$("graph-form").addEventListener("submit", showGraph);
+window.addEventListener("resize", () => { // a phone turned sideways: the whole graph in view again
+  const cy = window.paretoragGraph;
+  if (cy && !$("panel-graph").hidden) { cy.resize(); cy.fit(undefined, 20); }
+});
+$("show-graph").addEventListener("click", () => {
+  $("graph-q").value = $("question").value;
+  $("graph-by").value = "question";
+  openTab("tab-graph");
+  showGraph();
+});
 
 keyStatus();
 loadMethods();
