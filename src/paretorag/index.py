@@ -21,8 +21,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -383,18 +383,17 @@ class IndexWriter:
         cfg = self.manifest.config
         added = unchanged = 0
         t0 = time.perf_counter()
-        with self.progress.task("chunking", total=len(docs)) as task:
-            with self._storing(replaces or {}) as store:
-                for doc in docs:
-                    if self.store.has_document(doc.doc_id):
-                        unchanged += 1
-                    else:
-                        chunks = chunk_document(
-                            doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap
-                        )
-                        store(doc, chunks)
-                        added += 1
-                    task.advance()
+        with self.progress.task("chunking", total=len(docs)) as task, self._storing(replaces or {}) as store:
+            for doc in docs:
+                if self.store.has_document(doc.doc_id):
+                    unchanged += 1
+                else:
+                    chunks = chunk_document(
+                        doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap
+                    )
+                    store(doc, chunks)
+                    added += 1
+                task.advance()
         if added:
             self.timings["ingest"] = time.perf_counter() - t0
         return added, unchanged

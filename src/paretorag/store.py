@@ -232,7 +232,9 @@ class Store:
         with self.transaction() as c:
             self._insert(c, doc, chunks)
 
-    def replace_documents(self, old_ids: Iterable[str], new: Sequence[tuple[Document, Sequence[Chunk]]]) -> None:
+    def replace_documents(
+        self, old_ids: Iterable[str], new: Sequence[tuple[Document, Sequence[Chunk]]]
+    ) -> None:
         """Mark ``old_ids`` deleted and store ``new`` in one transaction: the new version of an
         edited file. A kill inside leaves the old version; after it, the committed index keeps
         serving the old version until the next commit, which serves only the new one."""
