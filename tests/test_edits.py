@@ -79,6 +79,16 @@ def test_an_edited_file_replaces_its_old_version(tmp_path):
         assert rag.store.pending_deletes() == [] and len(rag.store.all_document_ids()) == 2
 
 
+def test_a_file_that_cannot_be_read_keeps_its_stored_version(tmp_path):
+    src, ix = _folder(tmp_path), tmp_path / "ix"
+    assert _index(str(src), "--index", str(ix), "--embedder", "hash", "--methods", "vanilla")[0] == 0
+    (src / "otters.txt").write_bytes(b"\x00\x01 not text any more")
+    code, out, err = _index(str(src), "--index", str(ix), "--prune")
+    assert code == 3 and "otters.txt: looks binary" in err
+    assert _report(out) == "added 0, updated 0, unchanged 1, removed 0"
+    assert sorted(_texts(ix)) == sorted([OLD, BADGERS])
+
+
 def test_prune_removes_documents_whose_files_are_gone(tmp_path):
     src, ix = _folder(tmp_path), tmp_path / "ix"
     assert _index(str(src), "--index", str(ix), "--embedder", "hash", "--methods", "vanilla")[0] == 0
