@@ -48,17 +48,23 @@ class UpdatePlan:
         return any(self.replaces.values()) or bool(self.prune)
 
 
-def stored_key(key: str | None, source: str, presplit: bool) -> str:
+def stored_key(key: str | None, source: str, presplit: bool, seen: dict[str, str] | None = None) -> str:
     """The key of a stored document: its own, or for one stored before keys existed, the
-    absolute path of its ``source`` (without a corpus record's ``#n``)."""
+    absolute path of its ``source`` (without a corpus record's ``#n``; ``seen`` caches the
+    paths already resolved, as the records of a corpus file share one)."""
     if key is not None:
         return key
     if presplit and "#" in source:
         source = source.rpartition("#")[0]
+    if seen is not None and source in seen:
+        return seen[source]
     try:
-        return str(Path(source).resolve())
+        found = str(Path(source).resolve())
     except (OSError, ValueError):
-        return source
+        found = source
+    if seen is not None:
+        seen[source] = found
+    return found
 
 
 def plan_updates(
@@ -75,8 +81,12 @@ def plan_updates(
             groups.setdefault(d.key, []).append(d.doc_id)
     live_by_key: dict[str, list[str]] = {}
     committed_by_key: dict[str, set[str]] = {}
-    for doc_id, key, source, presplit, deleted in store.keyed_documents():
-        k = stored_key(key, source, presplit)
+    folders = [str(Path(p).resolve()) for p in prune]
+    # documents given without a key (RAG.index(documents)) and no prune: no stored key matters
+    rows = store.keyed_documents() if folders or any(groups) else []
+    resolved: dict[str, str] = {}
+    for doc_id, key, source, presplit, deleted in rows:
+        k = stored_key(key, source, presplit, resolved)
         if not deleted:
             live_by_key.setdefault(k, []).append(doc_id)
         if doc_id in committed:
@@ -93,7 +103,6 @@ def plan_updates(
         old = [i for i in live_by_key.get(key, []) if i not in seen] if key else []
         if old:
             plan.replaces[key] = old
-    folders = [str(Path(p).resolve()) for p in prune]
     for key, ids in live_by_key.items():
         if key in groups or not any(key.startswith(f + os.sep) for f in folders):
             continue
