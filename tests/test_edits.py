@@ -108,6 +108,14 @@ def test_prune_removes_documents_whose_files_are_gone(tmp_path):
     texts = _texts(ix)
     assert BADGERS not in texts and OLD in texts and "Herons stand still in shallow water." in texts
 
+    (src / "otters.txt").unlink()  # the folder's last file: pruned too, though nothing is left to read
+    code, out, err = _index(str(src), "--index", str(ix), "--prune")
+    assert code == 0, err
+    assert _report(out) == "added 0, updated 0, unchanged 0, removed 1" and "index has 1 documents" in out
+    for extra in ([], ["--prune"]):  # an empty folder is an error, unless something is pruned
+        code, _, err = _index(str(src), "--index", str(ix), *extra)
+        assert code == 2 and "nothing to index" in err and "has no usable file" in err
+
 
 def test_id_names_the_document_instead_of_its_path(tmp_path):
     ix = tmp_path / "ix"

@@ -348,9 +348,11 @@ def scan_dir(root: Path) -> tuple[list[Path], list[Path]]:
 
 
 def read_paths(
-    paths: Iterable[str | Path], *, strict: bool = False, key: str = ""
+    paths: Iterable[str | Path], *, strict: bool = False, key: str = "", allow_empty: bool = False
 ) -> tuple[list[Document], list[Problem]]:
-    """Read files and directories. Raises :class:`InputError` only if nothing is usable.
+    """Read files and directories. Raises :class:`InputError` only if nothing is usable
+    (with ``allow_empty``, only if a path is missing or unreadable: ``--prune`` of a folder
+    whose files are all gone).
 
     Each document's ``key`` is its file's absolute path (all records of a corpus file share
     it), or ``key`` itself, which names the document of exactly one file. With ``strict``,
@@ -397,7 +399,7 @@ def read_paths(
         else:
             read(path)
         _stop_if_strict(strict, problems)
-    if not docs:
+    if not docs and not (allow_empty and items and not any(p.failed for p in problems)):
         detail = "; ".join(str(p) for p in problems) or "no paths given"
         raise InputError(f"nothing to index: {detail}")
     return docs, problems

@@ -267,13 +267,16 @@ class IndexSession:
                 paths = [p for p in items if not isinstance(p, Document)]
                 problems: list[Problem] = []
                 if paths:
-                    read, problems = read_paths(paths, strict=strict, key=key)
+                    read, problems = read_paths(paths, strict=strict, key=key, allow_empty=prune)
                     docs.extend(read)
                 committed = committed_doc_ids(self.root, self.manifest)
                 live = self.store.live_document_ids()
                 self._finishing(committed, live)
                 folders = [p for p in paths if prune and Path(p).is_dir()]
                 plan = plan_updates(self.store, committed, docs, folders)
+                if prune and not plan.docs and not plan.prune:  # empty folders, nothing to prune
+                    detail = "; ".join(str(p) for p in problems) or "no paths given"
+                    raise InputError(f"nothing to index: {detail}")
                 ids = {d.doc_id for d in plan.docs}
                 resumed = len({i for i in ids if i in live and i not in committed})
                 if ids - live or plan.deletes:
