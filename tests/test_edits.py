@@ -132,7 +132,13 @@ def test_id_names_the_document_instead_of_its_path(tmp_path):
     assert code == 0 and _report(out) == "added 1, updated 0, unchanged 0, removed 0"
     assert sorted(_texts(ix)) == sorted([OLD, NEW])
 
-    code, _, err = _index(str(tmp_path), "--id", "x", "--index", str(ix))
+    r = runner.invoke(app, ["delete", "otter-report", "--index", str(ix)])  # the --id names it
+    assert r.exit_code == 0 and "deleted 1 document(s); 1 remain" in r.output, r.output
+    assert _texts(ix) == [OLD]
+    r = runner.invoke(app, ["delete", str(draft), "--index", str(ix)])  # and a file's path
+    assert r.exit_code == 0 and "deleted 1 document(s); 0 remain" in r.output, r.output
+
+    code, _, err = _index(str(tmp_path), "--id", "x", "--index", str(tmp_path / "ix2"))
     assert code == 2 and "--id 'x' names one document: give exactly one file with it" in " ".join(err.split())
 
 

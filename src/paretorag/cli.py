@@ -319,7 +319,9 @@ def insert(
 @app.command()
 def delete(
     doc_ids: list[str] = typer.Argument(
-        ..., help="Document ids (list them with `paretorag inspect --index DIR --documents`)."
+        ...,
+        help="Document ids (list them with `paretorag inspect --index DIR --documents`), or the "
+        "--id or file path a document was indexed with.",
     ),
     index_dir: Path = IndexOpt,
     no_wait: bool = NoWaitOpt,

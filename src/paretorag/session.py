@@ -345,11 +345,13 @@ class IndexSession:
         """Remove documents and everything derived only from them; returns the ids removed.
 
         Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
-        id whose delete was interrupted is accepted, and the delete is finished.
+        id whose delete was interrupted is accepted, and the delete is finished. A document's
+        key (the ``--id`` it was indexed with, or its file's path) names its documents too.
         """
         ids = list(doc_ids)
         with self._locked():
             known = self.store.all_document_ids()
+            ids = [x for i in ids for x in ([i] if i in known else self._ids_with_key(i) or [i])]
             unknown = [i for i in ids if i not in known]
             if unknown:
                 raise InputError(
@@ -363,6 +365,10 @@ class IndexSession:
             if removed or self._needs_commit():
                 self._commit(progress)
         return removed
+
+    def _ids_with_key(self, key: str) -> list[str]:
+        found = self.store.ids_with_key(key)
+        return found or (self.store.ids_with_key(str(Path(key).resolve())) if key.strip() else [])
 
     def repair(self, *, progress: Progress | None = None) -> RepairReport:
         """Rebuild whatever the manifest names that is missing or unreadable, from SQLite, the
