@@ -223,3 +223,17 @@ def test_a_kill_between_the_halves_leaves_exactly_one_version(tmp_path, point, s
     assert sorted(_texts(ix)) == sorted([NEW, BADGERS])
     with sqlite3.connect(ix / "index.sqlite") as db:
         assert db.execute("SELECT text FROM documents WHERE title='otters'").fetchall() == [(NEW,)]
+
+
+def test_the_python_api_reports_the_same_counts(tmp_path):
+    src = _folder(tmp_path)
+    with RAG.open(tmp_path / "ix", embedder="hash:32", methods=["vanilla"]) as rag:
+        first = rag.index([src])
+        assert (first.added, first.updated, first.unchanged, first.removed) == (2, 0, 0, 0)
+        (src / "otters.txt").write_text(NEW)
+        (src / "badgers.txt").unlink()
+        again = rag.index([src], prune=True)
+        assert (again.added, again.updated, again.unchanged, again.removed) == (0, 1, 0, 1)
+        assert [c.text for c in rag.query("otters", context_only=True, k=10).contexts] == [NEW]
+        keyed = rag.index([src / "otters.txt"], key="otters")  # a new key: a new document
+        assert (keyed.added, keyed.unchanged) == (0, 1)  # same text: stored once, under its path
