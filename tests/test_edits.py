@@ -41,10 +41,10 @@ def _index(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-def _texts(ix: Path) -> list[str]:
-    """Every passage the committed index answers with (vanilla, k above the chunk count)."""
-    args = ["--index", str(ix), "-m", "vanilla", "-k", "50", "--json", "--context-only"]
-    r = runner.invoke(app, ["query", "what do otters eat", *args])
+def _texts(ix: Path, method: str = "vanilla", question: str = "what do otters eat") -> list[str]:
+    """The passages the committed index answers with (k above the chunk count: vanilla gives all)."""
+    args = ["--index", str(ix), "-m", method, "-k", "50", "--json", "--context-only"]
+    r = runner.invoke(app, ["query", question, *args])
     assert r.exit_code == 0, r.output
     return [c["text"] for c in json.loads(r.stdout)["contexts"]]
 
@@ -55,10 +55,11 @@ def _report(stdout: str) -> str:
 
 def test_an_edited_file_replaces_its_old_version(tmp_path):
     src, ix = _folder(tmp_path), tmp_path / "ix"
-    code, out, err = _index(str(src), "--index", str(ix), "--embedder", "hash", "--methods", "vanilla")
+    code, out, err = _index(str(src), "--index", str(ix), "--embedder", "hash", "--methods", "vanilla,bm25")
     assert code == 0, err
     assert _report(out) == "added 2, updated 0, unchanged 0, removed 0"
     assert sorted(_texts(ix)) == sorted([OLD, BADGERS])
+    assert _texts(ix, "bm25", "crabs clams") == [OLD]
 
     (src / "otters.txt").write_text(NEW)
     code, out, err = _index(str(src), "--index", str(ix))
@@ -66,6 +67,8 @@ def test_an_edited_file_replaces_its_old_version(tmp_path):
     assert _report(out) == "added 0, updated 1, unchanged 1, removed 0"
     assert "index has 2 documents" in out
     assert sorted(_texts(ix)) == sorted([NEW, BADGERS])  # the old text answers no more
+    assert OLD not in _texts(ix, "bm25", "crabs clams")  # the keyword structure is rebuilt too
+    assert _texts(ix, "bm25", "sea urchins")[0] == NEW
 
     code, out, _ = _index(str(src), "--index", str(ix))  # nothing changed
     assert code == 0 and _report(out) == "added 0, updated 0, unchanged 2, removed 0"
