@@ -169,6 +169,21 @@ def test_an_index_made_before_keys_is_updated_by_source(tmp_path):
     assert sorted(_texts(ix)) == sorted([NEW, BADGERS])
 
 
+def test_a_database_without_the_key_column_gets_it(tmp_path):
+    from paretorag.store import SCHEMA, Store
+
+    old_schema = SCHEMA.replace(",\n    doc_key TEXT", "")
+    assert old_schema != SCHEMA
+    with sqlite3.connect(tmp_path / Store.FILENAME) as db:
+        db.executescript(old_schema)
+        db.execute(
+            "INSERT INTO documents(doc_id,title,source,text,presplit,n_chars) VALUES ('d1','a','a.txt','x',0,1)"
+        )
+    store = Store(tmp_path)
+    assert store.keyed_documents() == [("d1", None, "a.txt", False, False)]
+    store.close()
+
+
 def _killed_update(ix: Path, src: Path, point: str) -> int:
     """Run `paretorag index` on the edited folder and SIGKILL it at ``point``; its pid."""
     proc = subprocess.Popen(
