@@ -33,7 +33,7 @@ def test_index_query_inspect_insert_delete(tmp_path):
     ix = str(tmp_path / "ix")
     r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
     assert r.exit_code == 0, r.output
-    assert "added 2 document(s)" in r.output
+    assert "added 2, updated 0, unchanged 0, removed 0" in r.output
     r = runner.invoke(app, ["query", "Where does the snowy owl live?", "--index", ix, "--json", "-k", "1"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -168,7 +168,7 @@ def test_progress_and_problems_go_to_stderr_results_to_stdout(tmp_path):
     ix = str(tmp_path / "ix")
     r = runner.invoke(app, ["index", str(src), "--index", ix, "--embedder", "hash"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith("added 2 document(s)") and r.stdout.count("\n") == 1
+    assert r.stdout.startswith("added 2, updated 0") and r.stdout.count("\n") == 1
     assert "chunking" in r.stderr and "embedding chunks" in r.stderr and "photo.png" in r.stderr
     r = runner.invoke(app, ["query", "owl", "--index", ix, "--json"])
     json.loads(r.stdout)  # only the JSON object

@@ -74,7 +74,9 @@ def test_a_killed_insert_is_named_by_inspect_and_finished_as_added(tmp_path, bas
         f"finishing 2 document(s) stored but not committed, left by `paretorag insert` (pid {proc.pid})"
         in (" ".join(again.stderr.split()))
     )
-    assert again.stdout.startswith("added 2 document(s) (resumed), 0 unchanged; index has 8 documents")
+    assert again.stdout.startswith(
+        "added 2, updated 0, unchanged 0, removed 0 (resumed); index has 8 documents"
+    )
     after = runner.invoke(app, ["inspect", "--index", str(ix)])
     assert "pending: nothing" in after.output
 

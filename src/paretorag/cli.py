@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__
+from . import __version__, exitcodes
 from .errors import ConfigError, IndexFormatError, MissingDependencyError, ParetoragError
 from .progress import RichProgress
 
@@ -184,7 +184,7 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
     sys.stderr.flush()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         os._exit(130)  # a builder thread still inside a long step: do not wait for it at exit
-    raise typer.Exit(code=130)
+    raise typer.Exit(code=exitcodes.INTERRUPTED)
 
 
 def _methods(value: str | None) -> list[str] | None:
@@ -198,21 +198,28 @@ def _notes(rag: RAG) -> None:
 
 def _fail(exc: ParetoragError) -> None:
     err.print(f"[bold red]error:[/] {_text(exc)}")
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=exitcodes.ERROR)
 
 
 def _report(report: IndexReport, rag: RAG) -> None:
     for p in report.problems:
-        err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {_text(p)}")
+        label = "[red]failed[/]" if p.failed else f"[yellow]{'skipped' if p.skipped else 'warning'}[/]"
+        err.print(f"{label} {_text(p)}")
     c = rag.manifest.counts
     resumed = ""
     if report.resumed:  # committed now, stored by a run that was interrupted
-        resumed = " (resumed)" if report.resumed == report.added else f" ({report.resumed} resumed)"
+        whole = report.resumed == report.added + report.updated
+        resumed = " (resumed)" if whole else f" ({report.resumed} resumed)"
+    failed = [p for p in report.problems if p.failed]
     out.print(
-        f"added {report.added} document(s){resumed}, {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
+        f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+        f"removed {report.removed}{resumed}; index has {c.get('documents', 0)} documents, "
         f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
         + ("" if report.committed else "; nothing to do")
+        + (f"; {len(failed)} file(s) could not be read (listed above)" if failed else "")
     )
+    if failed:
+        raise typer.Exit(code=exitcodes.PARTIAL)
 
 
 def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -306,8 +313,21 @@ def index(
         None, "--ray-cpus", help="CPUs of the local Ray cluster that --ray starts (default: all)."
     ),
     llm_max_wait: float | None = LLMMaxWaitOpt,
+    strict: bool = typer.Option(
+        False, "--strict", help="Stop at the first file that cannot be read (default: index the rest, exit 3)."
+    ),
+    prune: bool = typer.Option(
+        False, "--prune", help="Remove the documents whose files under the given folders are gone."
+    ),
+    doc_key: str = typer.Option(
+        "", "--id", help="The document's identity instead of its path (one file): a new version replaces it."
+    ),
 ) -> None:
-    """Index files and build the structures the methods need (repairing missing files)."""
+    """Index files and build the structures the methods need (repairing missing files).
+
+    An edited file replaces its old version (a document is its path, or --id); exit codes:
+    0 done, 2 nothing done (error), 3 some files could not be read (docs/exit-codes.md).
+    """
     from .distributed import RayCluster
 
     rag = None
@@ -332,7 +352,9 @@ def index(
             ann=ann,
         )
         with rag, RichProgress() as progress, cluster or contextlib.nullcontext():
-            report = rag.index(paths, progress=progress, cluster=cluster)
+            report = rag.index(
+                paths, progress=progress, cluster=cluster, strict=strict, prune=prune, key=doc_key
+            )
             _notes(rag)
             _report(report, rag)
     except ParetoragError as exc:
@@ -366,7 +388,9 @@ def insert(
 @app.command()
 def delete(
     doc_ids: list[str] = typer.Argument(
-        ..., help="Document ids (list them with `paretorag inspect --index DIR --documents`)."
+        ...,
+        help="Document ids (list them with `paretorag inspect --index DIR --documents`), or the "
+        "--id or file path a document was indexed with.",
     ),
     index_dir: Path = IndexOpt,
     no_wait: bool = NoWaitOpt,
@@ -626,7 +650,7 @@ def chat(
                 _print_answer(ans.to_json(), context_only)
                 out.print()
     if failed:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=exitcodes.FAILED)
 
 
 @app.command()
@@ -651,7 +675,7 @@ def inspect(
                     out.print(
                         f"{len(problems)} problem(s); fix them with `paretorag repair --index {index_dir}`"
                     )
-                    raise typer.Exit(code=1)
+                    raise typer.Exit(code=exitcodes.FAILED)
                 out.print(f"{index_dir}: every file the manifest names is present and consistent; SQLite ok")
                 return
             damaged = rag.store.integrity()  # a damaged database is reported here, not only by writes

@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,7 @@ from .providers.notices import run_in_context
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store, text_hash
 from .structures import StructureData, has_structure, load_structure, save_structure, structure_dirname
-from .types import ContextItem, Document, FloatArray, Scored, Usage
+from .types import Chunk, ContextItem, Document, FloatArray, Scored, Usage
 from .vectors import VectorIndex, resolve_ann
 
 if TYPE_CHECKING:
@@ -369,14 +370,20 @@ class IndexWriter:
         return CountingLLM(CancellableLLM(self._llm, self.cancel), self.usage, stage, self.tokenizer)
 
     # -- stage 1 --------------------------------------------------------------
-    def ingest(self, docs: Sequence[Document]) -> tuple[int, int]:
-        """Chunk and store new documents; returns (added, unchanged)."""
+    def ingest(
+        self, docs: Sequence[Document], replaces: Mapping[str, Sequence[str]] | None = None
+    ) -> tuple[int, int]:
+        """Chunk and store new documents; returns (added, unchanged).
+
+        ``replaces`` maps a key to the stored ids its documents replace: those are marked
+        deleted and the key's new documents stored in one transaction (an edited file).
+        """
         if self.cluster is not None:
-            return self._ingest_on(self.cluster, docs)
+            return self._ingest_on(self.cluster, docs, replaces or {})
         cfg = self.manifest.config
         added = unchanged = 0
         t0 = time.perf_counter()
-        with self.progress.task("chunking", total=len(docs)) as task:
+        with self.progress.task("chunking", total=len(docs)) as task, self._storing(replaces or {}) as store:
             for doc in docs:
                 if self.store.has_document(doc.doc_id):
                     unchanged += 1
@@ -384,14 +391,36 @@ class IndexWriter:
                     chunks = chunk_document(
                         doc, self.tokenizer, size=cfg.chunk_size, overlap=cfg.chunk_overlap
                     )
-                    self.store.add_document(doc, chunks)
+                    store(doc, chunks)
                     added += 1
                 task.advance()
         if added:
             self.timings["ingest"] = time.perf_counter() - t0
         return added, unchanged
 
-    def _ingest_on(self, cluster: RayCluster, docs: Sequence[Document]) -> tuple[int, int]:
+    @contextmanager
+    def _storing(
+        self, replaces: Mapping[str, Sequence[str]]
+    ) -> Iterator[Callable[[Document, list[Chunk]], None]]:
+        """A function that stores one chunked document: at once in its own transaction, or,
+        for a key with stored documents to replace, with the key's others at the end, in the
+        transaction that marks the replaced ones deleted."""
+        held: dict[str, list[tuple[Document, list[Chunk]]]] = {k: [] for k, old in replaces.items() if old}
+
+        def store(doc: Document, chunks: list[Chunk]) -> None:
+            if doc.key in held:
+                held[doc.key].append((doc, chunks))
+            else:
+                self.store.add_document(doc, chunks)
+
+        yield store
+        for key, pairs in held.items():
+            check(self.cancel)
+            self.store.replace_documents(replaces[key], pairs)
+
+    def _ingest_on(
+        self, cluster: RayCluster, docs: Sequence[Document], replaces: Mapping[str, Sequence[str]]
+    ) -> tuple[int, int]:
         """:meth:`ingest` with the chunking done by Ray tasks; documents are stored here,
         in input order, each in its own transaction (a re-run skips them)."""
         cfg = self.manifest.config
@@ -404,10 +433,11 @@ class IndexWriter:
         with self.progress.task("chunking (Ray)", total=len(docs)) as task:
             task.advance(len(docs) - len(todo))
             chunked = cluster.chunk(cfg.embedder, todo, cfg.chunk_size, cfg.chunk_overlap)
-            for doc, chunks in zip(todo, chunked, strict=True):
-                check(self.cancel)
-                self.store.add_document(doc, chunks)
-                task.advance()
+            with self._storing(replaces) as store:
+                for doc, chunks in zip(todo, chunked, strict=True):
+                    check(self.cancel)
+                    store(doc, chunks)
+                    task.advance()
         if todo:
             self.timings["ingest"] = time.perf_counter() - t0
         return len(todo), len(docs) - len(todo)

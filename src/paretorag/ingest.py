@@ -13,6 +13,7 @@ directory are reported too (hidden files are skipped).
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import json
 import logging
@@ -59,9 +60,17 @@ class Problem:
     path: str
     message: str
     skipped: bool = True  # False for warnings about files that were still read
+    other_types: bool = False  # files of unsupported types met while walking a folder
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+    @property
+    def failed(self) -> bool:
+        """A file (or record) that should have been indexed and was not: a missing or
+        unsupported file named on the command line, an unreadable file of a supported type,
+        a bad record (``paretorag index`` exits with :data:`paretorag.exitcodes.PARTIAL`)."""
+        return self.skipped and not self.other_types
 
 
 class _TextOnly(HTMLParser):
@@ -338,13 +347,33 @@ def scan_dir(root: Path) -> tuple[list[Path], list[Path]]:
     return supported, unsupported
 
 
-def read_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[Problem]]:
-    """Read files and directories. Raises :class:`InputError` only if nothing is usable."""
+def read_paths(
+    paths: Iterable[str | Path], *, strict: bool = False, key: str = "", allow_empty: bool = False
+) -> tuple[list[Document], list[Problem]]:
+    """Read files and directories. Raises :class:`InputError` only if nothing is usable
+    (with ``allow_empty``, only if a path is missing or unreadable: ``--prune`` of a folder
+    whose files are all gone).
+
+    Each document's ``key`` is its file's absolute path (all records of a corpus file share
+    it), or ``key`` itself, which names the document of exactly one file. With ``strict``,
+    the first file that cannot be read raises :class:`InputError` (files of other types met
+    in a folder and encoding warnings do not).
+    """
     docs: list[Document] = []
     problems: list[Problem] = []
     supported_list = ", ".join(sorted(SUPPORTED))
-    for raw in paths:
-        path = Path(raw)
+    items = [Path(p) for p in paths]
+    if key and (len(items) != 1 or items[0].is_dir()):
+        raise InputError(
+            f"--id {key!r} names one document: give exactly one file with it, not "
+            + ("a folder" if len(items) == 1 else f"{len(items)} paths")
+        )
+
+    def read(f: Path) -> None:
+        found = read_file(f, problems)
+        docs.extend(dataclasses.replace(d, key=key or str(f.resolve())) for d in found)
+
+    for path in items:
         if not path.exists():
             problems.append(Problem(str(path), "does not exist; check the path"))
         elif path.is_dir():
@@ -357,15 +386,26 @@ def read_paths(paths: Iterable[str | Path]) -> tuple[list[Document], list[Proble
                         str(path),
                         f"{len(others)} file(s) with unsupported extensions skipped: {names}{more} "
                         f"(supported: {supported_list})",
+                        other_types=True,
                     )
                 )
             if not files:
-                problems.append(Problem(str(path), f"has no usable file (supported: {supported_list})"))
+                problems.append(
+                    Problem(str(path), f"has no usable file (supported: {supported_list})", other_types=True)
+                )
             for f in files:
-                docs.extend(read_file(f, problems))
+                read(f)
+                _stop_if_strict(strict, problems)
         else:
-            docs.extend(read_file(path, problems))
-    if not docs:
+            read(path)
+        _stop_if_strict(strict, problems)
+    if not docs and not (allow_empty and items and not any(p.failed for p in problems)):
         detail = "; ".join(str(p) for p in problems) or "no paths given"
         raise InputError(f"nothing to index: {detail}")
     return docs, problems
+
+
+def _stop_if_strict(strict: bool, problems: list[Problem]) -> None:
+    bad = next((p for p in problems if p.failed), None) if strict else None
+    if bad is not None:
+        raise InputError(f"{bad} (--strict stops at the first file that cannot be read; nothing was indexed)")

@@ -36,6 +36,7 @@ from .repair import RepairReport, check, recover_manifest, remove
 from .settings import OpenSettings
 from .store import Store
 from .types import Document, Usage
+from .updates import plan_updates
 from .vectors import resolve_ann
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class IndexReport:
     unchanged: int = 0
     resumed: int = 0  # of ``added``: stored by an interrupted run, committed by this one
     problems: list[Problem] = field(default_factory=list)
+    updated: int = 0  # new versions of stored files (see :mod:`paretorag.updates`)
+    removed: int = 0  # documents no longer in their file, and pruned ones
     chunks: int = 0
     seconds: float = 0.0
     committed: bool = False
@@ -235,11 +238,18 @@ class IndexSession:
         *,
         progress: Progress | None = None,
         cluster: RayCluster | None = None,
+        strict: bool = False,
+        prune: bool = False,
+        key: str = "",
     ) -> IndexReport:
         """Add files, directories or :class:`Document` objects and build what the methods need.
 
-        Unchanged documents (same content hash) are skipped. A bad file is reported in
-        ``IndexReport.problems`` and the rest is indexed; if nothing is usable,
+        Unchanged documents (same content hash) are skipped. A file whose content changed
+        replaces the version stored under its path (or ``key``, for exactly one file) in one
+        commit; with ``prune``, documents whose files under the given folders are gone are
+        removed (:mod:`paretorag.updates`). A bad file is reported in
+        ``IndexReport.problems`` and the rest is indexed (with ``strict``, the first bad file
+        raises :class:`~paretorag.errors.InputError`); if nothing is usable,
         :class:`~paretorag.errors.InputError` is raised and nothing stored changes. Pending
         deletes and missing files are completed on the way. If the first ``index`` of a
         directory this RAG created stores nothing, the directory is removed again.
@@ -257,21 +267,33 @@ class IndexSession:
                 paths = [p for p in items if not isinstance(p, Document)]
                 problems: list[Problem] = []
                 if paths:
-                    read, problems = read_paths(paths)
+                    read, problems = read_paths(paths, strict=strict, key=key, allow_empty=prune)
                     docs.extend(read)
                 committed = committed_doc_ids(self.root, self.manifest)
                 live = self.store.live_document_ids()
                 self._finishing(committed, live)
-                ids = {d.doc_id for d in docs}
+                folders = [p for p in paths if prune and Path(p).is_dir()]
+                plan = plan_updates(self.store, committed, docs, folders)
+                if prune and not plan.docs and not plan.prune:  # empty folders, nothing to prune
+                    detail = "; ".join(str(p) for p in problems) or "no paths given"
+                    raise InputError(f"nothing to index: {detail}")
+                ids = {d.doc_id for d in plan.docs}
                 resumed = len({i for i in ids if i in live and i not in committed})
-                if ids - live:
+                if ids - live or plan.deletes:
                     note_origin(self.store, self.origin)
                 writer = self._writer(progress, cluster)  # one writer: the ingest timing reaches the manifest
-                added, unchanged = writer.ingest(docs)
+                if plan.prune:
+                    self.store.mark_deleted(plan.prune)
+                writer.ingest(plan.docs, plan.replaces)
                 report = IndexReport(
-                    added=added + resumed, unchanged=unchanged - resumed, resumed=resumed, problems=problems
+                    added=plan.added,
+                    updated=plan.updated,
+                    unchanged=plan.unchanged,
+                    removed=plan.removed,
+                    resumed=resumed,
+                    problems=problems,
                 )
-                if report.added or self._needs_commit():
+                if report.added or report.updated or report.removed or self._needs_commit():
                     self._commit(progress, writer)
                     report.committed = True
         except BaseException:
@@ -323,11 +345,13 @@ class IndexSession:
         """Remove documents and everything derived only from them; returns the ids removed.
 
         Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
-        id whose delete was interrupted is accepted, and the delete is finished.
+        id whose delete was interrupted is accepted, and the delete is finished. A document's
+        key (the ``--id`` it was indexed with, or its file's path) names its documents too.
         """
         ids = list(doc_ids)
         with self._locked():
             known = self.store.all_document_ids()
+            ids = [x for i in ids for x in ([i] if i in known else self._ids_with_key(i) or [i])]
             unknown = [i for i in ids if i not in known]
             if unknown:
                 raise InputError(
@@ -341,6 +365,10 @@ class IndexSession:
             if removed or self._needs_commit():
                 self._commit(progress)
         return removed
+
+    def _ids_with_key(self, key: str) -> list[str]:
+        found = self.store.ids_with_key(key)
+        return found or (self.store.ids_with_key(str(Path(key).resolve())) if key.strip() else [])
 
     def repair(self, *, progress: Progress | None = None) -> RepairReport:
         """Rebuild whatever the manifest names that is missing or unreadable, from SQLite, the

@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS documents (
     text TEXT NOT NULL,
     presplit INTEGER NOT NULL,
     n_chars INTEGER NOT NULL,
-    deleted INTEGER NOT NULL DEFAULT 0
+    deleted INTEGER NOT NULL DEFAULT 0,
+    doc_key TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     chunk_id TEXT PRIMARY KEY,
@@ -167,6 +168,7 @@ class Store:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(SCHEMA)
+            self._add_key_column()
         except sqlite3.Error as exc:
             mapped = database_error(exc, self.path)
             if mapped is not None:
@@ -176,6 +178,21 @@ class Store:
                 "or index the sources again into a new --index directory"
             ) from exc
         self._lock = threading.RLock()
+
+    def _add_key_column(self) -> None:
+        """Give a database made before document keys its ``doc_key`` column (NULL: matched by source).
+
+        A read-only database is left as it is: only writers use the column.
+        """
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+        if "doc_key" not in cols:
+            try:
+                self._conn.execute("ALTER TABLE documents ADD COLUMN doc_key TEXT")
+            except sqlite3.OperationalError:  # read-only, or another process added it first
+                cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+                if "doc_key" not in cols:
+                    return
+        self._conn.execute("CREATE INDEX IF NOT EXISTS documents_key ON documents(doc_key)")
 
     @_guarded
     def integrity(self) -> list[str]:
@@ -213,20 +230,65 @@ class Store:
     def add_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
         """Store a document and its chunks atomically (a no-op if already stored)."""
         with self.transaction() as c:
-            if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc.doc_id,)).fetchone():
-                c.execute("UPDATE documents SET deleted=0 WHERE doc_id=?", (doc.doc_id,))
-                return
-            c.execute(
-                "INSERT INTO documents(doc_id,title,source,text,presplit,n_chars) VALUES (?,?,?,?,?,?)",
-                (doc.doc_id, doc.title, doc.source, doc.text, int(doc.presplit), len(doc.text)),
-            )
-            c.executemany(
-                "INSERT INTO chunks(chunk_id,doc_id,ord,start,end,n_tokens,text_hash) VALUES (?,?,?,?,?,?,?)",
-                [
-                    (ch.chunk_id, ch.doc_id, ch.order, ch.start, ch.end, ch.n_tokens, text_hash(ch.text))
-                    for ch in chunks
-                ],
-            )
+            self._insert(c, doc, chunks)
+
+    def replace_documents(
+        self, old_ids: Iterable[str], new: Sequence[tuple[Document, Sequence[Chunk]]]
+    ) -> None:
+        """Mark ``old_ids`` deleted and store ``new`` in one transaction: the new version of an
+        edited file. A kill inside leaves the old version; after it, the committed index keeps
+        serving the old version until the next commit, which serves only the new one."""
+        from .cancel import pause_point
+
+        with self.transaction() as c:
+            c.executemany("UPDATE documents SET deleted=1 WHERE doc_id=?", [(d,) for d in old_ids])
+            pause_point("mid-replace")  # the old version marked, the new one not stored yet
+            for doc, chunks in new:
+                self._insert(c, doc, chunks)
+
+    @staticmethod
+    def _insert(c: sqlite3.Connection, doc: Document, chunks: Sequence[Chunk]) -> None:
+        if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc.doc_id,)).fetchone():
+            c.execute("UPDATE documents SET deleted=0 WHERE doc_id=?", (doc.doc_id,))
+            if doc.key:  # a document stored before keys existed takes its file's key
+                c.execute(
+                    "UPDATE documents SET doc_key=? WHERE doc_id=? AND doc_key IS NULL", (doc.key, doc.doc_id)
+                )
+            return
+        c.execute(
+            "INSERT INTO documents(doc_id,title,source,text,presplit,n_chars,doc_key) VALUES (?,?,?,?,?,?,?)",
+            (doc.doc_id, doc.title, doc.source, doc.text, int(doc.presplit), len(doc.text), doc.key or None),
+        )
+        c.executemany(
+            "INSERT INTO chunks(chunk_id,doc_id,ord,start,end,n_tokens,text_hash) VALUES (?,?,?,?,?,?,?)",
+            [
+                (ch.chunk_id, ch.doc_id, ch.order, ch.start, ch.end, ch.n_tokens, text_hash(ch.text))
+                for ch in chunks
+            ],
+        )
+
+    @_guarded
+    def ids_with_key(self, key: str) -> list[str]:
+        """Live documents stored under ``key`` (a file's absolute path, or an ``--id``)."""
+        with self._lock:
+            return [
+                str(r[0])
+                for r in self._conn.execute(
+                    "SELECT doc_id FROM documents WHERE doc_key=? AND deleted=0 ORDER BY seq", (key,)
+                )
+            ]
+
+    @_guarded
+    def keyed_documents(self) -> list[tuple[str, str | None, str, bool, bool]]:
+        """``(doc_id, key, source, presplit, deleted)`` of every stored document, in insertion order
+        (``key`` is None for documents stored before keys existed)."""
+        with self._lock:
+            return [
+                (str(r[0]), r[1], str(r[2]), bool(r[3]), bool(r[4]))
+                for r in self._conn.execute(
+                    "SELECT doc_id, doc_key, source, presplit, deleted FROM documents ORDER BY seq"
+                )
+            ]
 
     def mark_deleted(self, doc_ids: Iterable[str]) -> list[str]:
         """Mark documents deleted (they stay readable until :meth:`purge_deleted`).

@@ -38,6 +38,10 @@ class Document:
         Where it came from (a path, optionally ``path#record``).
     presplit : bool
         True for passages from corpus files: kept as one chunk, never re-split.
+    key : str
+        What the document is a version of: its file's absolute path (every record of a corpus
+        file shares it) or the ``--id`` given; a new version replaces the documents stored
+        under the same key. Empty: identified by content only (never replaces anything).
     """
 
     doc_id: str
@@ -45,6 +49,7 @@ class Document:
     text: str
     source: str
     presplit: bool = False
+    key: str = ""
 
 
 @dataclass(frozen=True)
