@@ -72,7 +72,9 @@ def test_file_in_working_directory(project: Path, monkeypatch: pytest.MonkeyPatc
     assert data["contexts"][0]["title"] == "otters"
 
 
-def test_config_option_and_relative_paths(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_option_and_relative_paths(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "conf"
     elsewhere.mkdir()
     other = elsewhere / "other.toml"
@@ -108,13 +110,19 @@ def test_env_overrides_file_and_flags_override_both(project: Path, monkeypatch: 
     assert r.exit_code == 2 and "$PARETORAG_K: index.k must be a positive integer" in r.output
 
 
-def test_method_settings_from_the_file(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_method_settings_from_the_file(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conf = tmp_path / "m.toml"
-    conf.write_text(f'[index]\npath = "{project / "ix"}"\n\n[method.vanilla]\nsearch__k = 4\n', encoding="utf-8")
+    conf.write_text(
+        f'[index]\npath = "{project / "ix"}"\n\n[method.vanilla]\nsearch__k = 4\n', encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["--config", str(conf), "query", "otters", "--method", "vanilla", "--json"])
     assert r.exit_code == 0, r.output
-    assert len(json.loads(r.stdout)["contexts"]) == 4  # the method's own k, set by the file (vanilla's default is 5)
+    assert (
+        len(json.loads(r.stdout)["contexts"]) == 4
+    )  # the method's own k, set by the file (vanilla's default is 5)
 
 
 def test_set_tables_merge_with_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,7 +170,9 @@ def test_config_show_sources(project: Path, monkeypatch: pytest.MonkeyPatch) -> 
         ("[index]\nk = 0\n", "index.k must be a positive integer"),
     ],
 )
-def test_bad_keys_name_file_key_and_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, wanted: str) -> None:
+def test_bad_keys_name_file_key_and_nearest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, wanted: str
+) -> None:
     conf = tmp_path / "paretorag.toml"
     conf.write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -183,7 +193,9 @@ def test_bad_set_and_method_keys_checked_against_the_registry(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=r"did you mean 'set.entity_graph.labels'\?"):
         Config.load(conf).check()
     conf.write_text("[method.vanila]\nsearch__k = 3\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"c.toml: unknown key 'method.vanila.search__k'; did you mean 'method.vanilla"):
+    with pytest.raises(
+        ConfigError, match=r"c.toml: unknown key 'method.vanila.search__k'; did you mean 'method.vanilla"
+    ):
         Config.load(conf).check()
     conf.write_text("[method.hipporag2]\nspread__damping = 0.5\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"did you mean 'method.hipporag2.ppr__damping'\?"):

@@ -37,7 +37,6 @@ out = Console(soft_wrap=True, emoji=False)  # ":name:" in a passage is text, not
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
-
 def _configured(key: str, required: bool = False) -> Any:
     """A flag's default from ``paretorag.toml`` or ``$PARETORAG_*`` (see ``paretorag config show``)."""
 
@@ -52,7 +51,9 @@ def _configured(key: str, required: bool = False) -> Any:
             )
         if s.source == "default":
             return None
-        return Path(s.value) if key == "index.path" else ",".join(s.value) if key == "index.methods" else s.value
+        return (
+            Path(s.value) if key == "index.path" else ",".join(s.value) if key == "index.methods" else s.value
+        )
 
     return default
 
@@ -314,7 +315,9 @@ def index(
     ),
     llm_max_wait: float | None = LLMMaxWaitOpt,
     strict: bool = typer.Option(
-        False, "--strict", help="Stop at the first file that cannot be read (default: index the rest, exit 3)."
+        False,
+        "--strict",
+        help="Stop at the first file that cannot be read (default: index the rest, exit 3).",
     ),
     prune: bool = typer.Option(
         False, "--prune", help="Remove the documents whose files under the given folders are gone."
@@ -525,7 +528,9 @@ def query(
     k: int | None = KOpt,
     budget: int | None = BudgetOpt,
     llm: str | None = typer.Option(
-        None, "--llm", help="Answer with this LLM instead of the index's (default: llm.model of paretorag.toml)."
+        None,
+        "--llm",
+        help="Answer with this LLM instead of the index's (default: llm.model of paretorag.toml).",
     ),
     context_only: bool = ContextOnlyOpt,
     reader: str | None = ReaderOpt,

@@ -100,11 +100,17 @@ KEYS: dict[str, Key] = {
     "index.method": Key(
         _text, "PARETORAG_METHOD", "--method", None, "the method that answers (default: recommended if built)"
     ),
-    "index.methods": Key(_names, "PARETORAG_METHODS", "--methods", None, "methods `index` builds for: the index's own"),
+    "index.methods": Key(
+        _names, "PARETORAG_METHODS", "--methods", None, "methods `index` builds for: the index's own"
+    ),
     "index.k": Key(_positive_int, "PARETORAG_K", "-k", None, "passages to retrieve (default: the method's)"),
     "llm.model": Key(_text, "PARETORAG_LLM", "--llm", None, "the LLM (default: the index's own)"),
-    "llm.max_wait": Key(_positive_float, "PARETORAG_LLM_MAX_WAIT", "--llm-max-wait", 300.0, "seconds per LLM call"),
-    "embedder.model": Key(_text, "PARETORAG_EMBEDDER", "--embedder", None, "the embedder of a new index: minilm"),
+    "llm.max_wait": Key(
+        _positive_float, "PARETORAG_LLM_MAX_WAIT", "--llm-max-wait", 300.0, "seconds per LLM call"
+    ),
+    "embedder.model": Key(
+        _text, "PARETORAG_EMBEDDER", "--embedder", None, "the embedder of a new index: minilm"
+    ),
 }
 
 

@@ -80,4 +80,5 @@ def _source(s: Setting) -> str:
         return f"default ({key.doc})" if key is not None and s.value is None else "default"
     return f"{s.source} {'$' if s.source == 'env' else ''}{s.origin}"
 
+
 __all__ = ["config_app"]

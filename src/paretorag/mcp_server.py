@@ -42,7 +42,9 @@ INSTRUCTIONS = (
 Question = Annotated[str, Field(description="The question, in natural language.")]
 Method = Annotated[
     str | None,
-    Field(description="A retrieval method (default: the index's recommended one), e.g. vanilla, bm25, fusion."),
+    Field(
+        description="A retrieval method (default: the index's recommended one), e.g. vanilla, bm25, fusion."
+    ),
 ]
 TopK = Annotated[
     int | None, Field(description=f"Passages to retrieve, 1 to {MAX_K} (default: the method's own).")
@@ -133,7 +135,9 @@ def documents_result(rag: RAG) -> dict[str, Any]:
     }
 
 
-def build_server(reader: Callable[[], AbstractContextManager[RAG]], name: str = "paretorag") -> MCPServer[Any]:
+def build_server(
+    reader: Callable[[], AbstractContextManager[RAG]], name: str = "paretorag"
+) -> MCPServer[Any]:
     """The MCP server and its three tools; ``reader()`` lends the RAG for one call."""
     server = _sdk()(name=name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 

@@ -55,7 +55,9 @@ class MCPEndpoint:
             if self.ring
             else None  # the SDK's default for 127.0.0.1: loopback Host and Origin only
         )
-        self.server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, transport_security=guard)
+        self.server.streamable_http_app(
+            streamable_http_path=PATH, stateless_http=True, transport_security=guard
+        )
         manager = self.server.session_manager
         async with manager.run():
             self._manager = manager
@@ -86,7 +88,9 @@ class MCPEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager, refusal = self._manager, self._refusal(scope)
         if manager is None or refusal is not None:
-            refusal = refusal or APIError(503, "the MCP endpoint is not running; retry in a moment", kind="busy")
+            refusal = refusal or APIError(
+                503, "the MCP endpoint is not running; retry in a moment", kind="busy"
+            )
             headers = {"WWW-Authenticate": "Bearer"} if refusal.status == 401 else None
             response = JSONResponse(error_body(refusal), status_code=refusal.status, headers=headers)
             await response(scope, receive, send)
