@@ -15,7 +15,7 @@ COPY src ./src
 RUN pip install '.[serve]'
 # MiniLM's ONNX export, made once here so that no container pays for it (or imports torch)
 ENV PARETORAG_CACHE_DIR=/opt/paretorag-cache
-RUN python -m paretorag.providers.onnx_export && chmod -R a+rX /opt/paretorag-cache
+RUN python -m paretorag.providers.onnx_embedder && chmod -R a+rX /opt/paretorag-cache
 
 # a non-root user; the index lives on a volume
 RUN useradd --create-home --uid 1000 paretorag && mkdir /index && chown paretorag /index

@@ -47,7 +47,7 @@ from paretorag.methods import get_method
 from paretorag.methods.base import QueryOptions
 from paretorag.progress import NullProgress
 from paretorag.providers.base import Completion, Request
-from paretorag.providers.embedders import make_embedder
+from paretorag.providers.embedder_spec import make_embedder
 from paretorag.providers.llm import ExtractiveLLM
 from paretorag.providers.nlp import EntityExtractor
 from paretorag.store import ChunkTable

@@ -10,7 +10,8 @@ import pytest
 
 from paretorag.errors import ConfigError, EmbedderError, MissingDependencyError
 from paretorag.providers import onnx_embedder as ox
-from paretorag.providers.embedders import SentenceTransformerEmbedder, make_embedder
+from paretorag.providers.embedder_spec import make_embedder
+from paretorag.providers.embedders import SentenceTransformerEmbedder
 
 from .conftest import DATA
 

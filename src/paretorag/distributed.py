@@ -59,7 +59,7 @@ LOCAL = "local"
 @functools.lru_cache(maxsize=4)
 def _worker_embedder(spec: str) -> Any:
     """The embedder of ``spec``, built once per worker process (models load at first use)."""
-    from .providers.embedders import make_embedder
+    from .providers.embedder_spec import make_embedder
 
     return make_embedder(spec)
 
@@ -99,16 +99,10 @@ def chunk_task(
 
 def extract_task(settings: dict[str, Any], texts: list[str]) -> list[list[Any]]:
     """spaCy entity terms per sentence and token count of each text (a Ray task): the
-    answer of :func:`paretorag.providers.nlp_workers.worker_main` for one shard."""
-    from .providers.nlp import load_pipeline, run_pipe
+    answer of :func:`paretorag.providers.nlp.entity_worker` for one shard."""
+    from .providers.nlp import entity_worker
 
-    nlp = load_pipeline(
-        tuple(settings["labels"]),
-        split_names=settings["split_names"],
-        sentences=settings["sentences"],
-        common_nouns=settings.get("common_nouns", True),
-    )
-    return [[e.sentences, e.n_tokens] for e in run_pipe(nlp, texts, settings["batch_size"])]
+    return entity_worker(settings)(texts)
 
 
 # -- the driver's side -----------------------------------------------------------------

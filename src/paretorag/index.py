@@ -352,7 +352,7 @@ class IndexWriter:
         spec = manifest.config.embedder
         if cluster is not None:
             from .distributed import check_embedder
-            from .providers.embedders import make_embedder
+            from .providers.embedder_spec import make_embedder
 
             check_embedder(spec, embedder.name, make_embedder)
         self.embedder = CachedEmbedder(embedder, store, progress, self.cancel, cluster=cluster, spec=spec)

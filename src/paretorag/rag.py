@@ -32,7 +32,7 @@ from .manifest import FILENAME, IndexConfig, Manifest
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
 from .providers.base import LLM, Embedder, is_generative
-from .providers.embedders import make_embedder
+from .providers.embedder_spec import make_embedder
 from .providers.extractive import ExtractiveLLM
 from .reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
 from .repair import recover_manifest

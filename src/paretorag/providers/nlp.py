@@ -40,7 +40,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -403,13 +403,15 @@ class EntityExtractor:
             for doc in self.nlp.pipe(texts, batch_size=self.batch_size):  # streams, for progress bars
                 yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
             return
-        from .nlp_workers import parallel_extract
+        from .nlp_workers import parallel_payloads
 
-        yield from parallel_extract(texts, self.worker_settings(), n_process)
+        for sents, n_tokens in parallel_payloads(texts, self.worker_settings(), n_process):
+            yield Extraction(sents, n_tokens)
 
     def worker_settings(self) -> dict[str, Any]:
         """These settings as JSON, for an extraction process or a Ray task to rebuild the pipeline."""
         return {
+            "entry": "paretorag.providers.nlp:entity_worker",
             "labels": list(self.labels),
             "split_names": bool(self.split_names),
             "sentences": self.sentences,
@@ -436,12 +438,25 @@ class EntityExtractor:
         return list(seen)
 
 
+def entity_worker(cfg: dict[str, Any]) -> Callable[[list[str]], list[Any]]:
+    """The extraction process's work (:mod:`paretorag.providers.nlp_workers`): texts ->
+    ``[entity terms per sentence, token count]`` each, with the pipeline the settings name."""
+    nlp = load_pipeline(
+        tuple(cfg["labels"]),
+        split_names=cfg["split_names"],
+        sentences=cfg["sentences"],
+        common_nouns=cfg.get("common_nouns", True),
+    )
+    return lambda texts: [[e.sentences, e.n_tokens] for e in run_pipe(nlp, texts, cfg["batch_size"])]
+
+
 __all__ = [
     "DEFAULT_LABELS",
     "MODEL",
     "PACKAGE",
     "EntityExtractor",
     "Extraction",
+    "entity_worker",
     "load_pipeline",
     "normalize",
     "run_pipe",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -262,7 +262,8 @@ def _extract(keys: list[str], texts: Sequence[str], n_process: int, batch_size: 
         else:
             from .nlp_workers import parallel_payloads
 
-            out = list(parallel_payloads(batch, {"pipeline": "kg", "batch_size": batch_size}, procs))
+            settings = {"entry": "paretorag.providers.nlp_kg:kg_worker", "batch_size": batch_size}
+            out = list(parallel_payloads(batch, settings, procs))
         for (k, _), (payload, n) in zip(items, out, strict=True):
             found[k] = KGExtraction.from_json(payload, n)
         with _LOCK:
@@ -272,12 +273,19 @@ def _extract(keys: list[str], texts: Sequence[str], n_process: int, batch_size: 
     return [found[k] for k in keys]
 
 
+def kg_worker(cfg: dict[str, Any]) -> Callable[[list[str]], list[Any]]:
+    """The knowledge-graph extraction process's work (:mod:`paretorag.providers.nlp_workers`)."""
+    kg = load_kg_pipeline()
+    return lambda texts: run_kg_pipe(kg, texts, cfg["batch_size"])
+
+
 __all__ = [
     "EXTRACT_VERSION",
     "SKIP_LABELS",
     "KGExtraction",
     "extract_kg",
     "kg_name",
+    "kg_worker",
     "load_kg_pipeline",
     "run_kg_pipe",
 ]

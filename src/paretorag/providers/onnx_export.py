@@ -1,27 +1,34 @@
 """One-time export of the packaged MiniLM to ONNX (fp32 and int8), checked against torch.
 
-Needs torch, transformers, sentence-transformers (for the reference vectors), onnx and
-onnxruntime; nothing at query time imports this module. The folder is written under a
+Needs torch, transformers, onnx and onnxruntime; the export's check (its cosines to the
+torch vectors) is passed in by :func:`paretorag.providers.onnx_embedder.ensure_export`,
+which embeds with the new files. Nothing at query time runs this module's code. The folder is written under a
 temporary name and renamed into place, so a reader sees a whole export or none.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import MissingDependencyError
-from .onnx_embedder import EXPORT_VERSION, META, VARIANTS, OnnxEmbedder, file_sha256
+
+EXPORT_VERSION = 1  # bump when the exported graph or the files in the folder change
+VARIANTS = {"fp32": "model.onnx", "int8": "model-int8.onnx"}
+META = "meta.json"
 
 OPSET = 17
+# the check of a fresh export: (model folder, export folder, meta) -> each variant's smallest
+# cosine to the torch vectors (:func:`paretorag.providers.onnx_embedder.reference_cosines`)
+Check = Callable[[Path, Path, dict[str, Any]], dict[str, float]]
 
 # Checked at every export: short and long texts, one past the model's window (three
 # windows), mixed lengths in one batch (padding), accents, digits and punctuation.
@@ -89,31 +96,15 @@ def _quantize(source: Path, target: Path) -> None:
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
 
 
-def _cosines(model_path: Path, folder: Path, meta: dict[str, Any]) -> dict[str, float]:
-    """The smallest cosine of each variant to the torch vectors on :data:`REFERENCE_TEXTS`."""
-    from .embedders import SentenceTransformerEmbedder
-    from .onnx_embedder import Export
-
-    reference = SentenceTransformerEmbedder(model_path).embed(REFERENCE_TEXTS)
-    out: dict[str, float] = {}
-    export = Export(folder, {**meta, "cosine_min": {"fp32": 1.0, "int8": 1.0}})
-    for variant in VARIANTS:
-        emb = OnnxEmbedder(model_path, variant=variant)
-        emb.export = export
-        emb._session = _session(export.path(variant))
-        emb.backend = f"onnx-{variant}"
-        vecs = emb.embed(REFERENCE_TEXTS)
-        out[variant] = round(float(np.min(np.sum(vecs * reference, axis=1))), 6)
-    return out
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
-def _session(path: Path) -> Any:
-    from .onnx_embedder import make_session
-
-    return make_session(path)
-
-
-def export(model_path: Path, folder: Path) -> dict[str, Any]:
+def export(model_path: Path, folder: Path, check: Check) -> dict[str, Any]:
     """Export ``model_path`` into ``folder`` (replacing it) and return its ``meta.json``."""
     for key, value in (
         ("HF_HUB_OFFLINE", "1"),
@@ -163,7 +154,7 @@ def export(model_path: Path, folder: Path) -> dict[str, Any]:
             "files": files,
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
-        meta["cosine_min"] = _cosines(model_path, tmp, meta)
+        meta["cosine_min"] = check(model_path, tmp, meta)
         meta["reference_texts"] = len(REFERENCE_TEXTS)
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
         if folder.exists():
@@ -175,18 +166,4 @@ def export(model_path: Path, folder: Path) -> dict[str, Any]:
     return meta
 
 
-def main() -> None:
-    """``python -m paretorag.providers.onnx_export``: make the export now (e.g. while building
-    an image) instead of at the first embedding, and print its folder and cosines."""
-    from .embedders import default_model_path
-    from .onnx_embedder import ensure_export
-
-    found = ensure_export(default_model_path())
-    print(json.dumps({"folder": str(found.folder), "cosine_min": found.meta["cosine_min"]}))
-
-
-if __name__ == "__main__":
-    main()
-
-
-__all__ = ["REFERENCE_TEXTS", "export", "main"]
+__all__ = ["EXPORT_VERSION", "META", "REFERENCE_TEXTS", "VARIANTS", "export", "file_sha256"]

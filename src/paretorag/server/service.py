@@ -27,7 +27,7 @@ from ..errors import ConfigError, IndexFormatError
 from ..jobtable import DEFAULT_RETENTION_S, UPLOADS, JobTable
 from ..manifest import FILENAME, Manifest
 from ..providers.base import LLM, Embedder
-from ..providers.embedders import make_embedder
+from ..providers.embedder_spec import make_embedder
 from ..providers.llm import make_llm
 from ..rag import RAG
 from ..store import Store
