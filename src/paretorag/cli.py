@@ -151,18 +151,25 @@ def _fail(exc: ParetoragError) -> None:
     raise typer.Exit(code=2)
 
 
-def _report(report: IndexReport, rag: RAG) -> None:
+def _report(report: IndexReport, rag: RAG) -> str:
+    """Print the problems (stderr) and return the summary line, for stdout once the bars stop."""
     for p in report.problems:
         err.print(f"[yellow]{'skipped' if p.skipped else 'warning'}[/] {_text(p)}")
     c = rag.manifest.counts
     resumed = ""
     if report.resumed:  # committed now, stored by a run that was interrupted
         resumed = " (resumed)" if report.resumed == report.added else f" ({report.resumed} resumed)"
-    out.print(
+    return (
         f"added {report.added} document(s){resumed}, {report.unchanged} unchanged; index has {c.get('documents', 0)} documents, "
         f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
         + ("" if report.committed else "; nothing to do")
     )
+
+
+def _bars() -> RichProgress:
+    """Progress bars on the stderr console, so that notes printed meanwhile go above them;
+    results are printed on stdout after the bars stop (never glued to a bar's last line)."""
+    return RichProgress(console=err)
 
 
 def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -181,7 +188,7 @@ def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings
         )
     rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=_parse_settings(settings))
     try:
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             rag.build(progress=progress)  # the methods were added when it opened
             _notes(rag)
             n_docs = len(rag.store.all_document_ids())
@@ -262,10 +269,11 @@ def index(
             builders=_parse_settings(settings),
             ann=ann,
         )
-        with rag, RichProgress() as progress, cluster or contextlib.nullcontext():
+        with rag, _bars() as progress, cluster or contextlib.nullcontext():
             report = rag.index(paths, progress=progress, cluster=cluster)
             _notes(rag)
-            _report(report, rag)
+            summary = _report(report, rag)
+        out.print(summary)
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -284,10 +292,11 @@ def insert(
     try:
         _llm_max_wait(llm_max_wait)
         rag = _open(index_dir, no_wait, "insert", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             report = rag.insert(paths, progress=progress)
             _notes(rag)
-            _report(report, rag)
+            summary = _report(report, rag)
+        out.print(summary)
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -306,10 +315,10 @@ def delete(
     rag = None
     try:
         rag = _open(index_dir, no_wait, "delete", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             removed = rag.delete(doc_ids, progress=progress)
             _notes(rag)
-            out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
+        out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -322,17 +331,17 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
     rag = None
     try:
         rag = _open(index_dir, no_wait, "repair", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             report = rag.repair(progress=progress)
             for note in report.notes:
                 err.print(f"[yellow]note[/] {note}")
-            for problem in report.problems:
-                out.print(f"found: {problem}")
-            c = rag.manifest.counts
-            out.print(
-                ("repaired" if report.rebuilt else "nothing to repair")
-                + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
-            )
+        for problem in report.problems:
+            out.print(f"found: {problem}")
+        c = rag.manifest.counts
+        out.print(
+            ("repaired" if report.rebuilt else "nothing to repair")
+            + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
+        )
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
