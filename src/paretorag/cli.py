@@ -686,6 +686,11 @@ def methods(
         cols = ["method", "graph", "question", *catalog.TABLE3_COLUMNS, "query_llm", "generation"]
         _print_catalog(catalog.table3(), as_json, cols)
         return
+    if not as_json:
+        from .method_list import render
+
+        sys.stdout.write(render(catalog.methods()))  # 80 columns whatever the terminal's width
+        return
     rows = sorted(catalog.methods(), key=lambda r: not r.get("recommended", False))  # stable: then by name
     for row in rows:
         steps = row.get("steps")
