@@ -590,12 +590,16 @@ def inspect(
     out.print(u)
     calls = stats.get("model_calls") or {}
     if calls:
-        c = Table("stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs")
+        c = Table(
+            "stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs",
+            "sentences scored (extractive)",
+        )  # fmt: skip
         for stage, n in calls.items():
             c.add_row(
                 _text(stage),
                 *(str(n.get(k, 0)) for k in ("embed_texts", "embed_batches", "embed_cached", "pooled_spans")),
                 str(n.get("spacy_docs", 0)),
+                str(n.get("sentences_scored", 0)),
             )
         out.print(c)
     out.print(f"stage timings (s): {_text(stats['timings'])}")
