@@ -107,3 +107,13 @@ def test_index_without_paths_adds_a_method_and_the_error_names_the_command(ix, t
     q = runner.invoke(app, ["query", "otters", "--index", str(copy), "--method", "bm25", "--context-only"])
     assert q.exit_code == 0, q.output
     assert q.stdout.startswith("[1] otters (")
+
+
+def test_index_without_paths_takes_the_llm_it_is_given(ix, tmp_path):
+    import shutil
+
+    copy = Path(shutil.copytree(ix, tmp_path / "ix"))
+    built = runner.invoke(app, ["index", "--index", str(copy), "--methods", "bm25", "--llm", "fake"])
+    assert built.exit_code == 0, built.output
+    with RAG.open(copy, create=False) as rag:
+        assert rag.manifest.config.llm == "fake" and "bm25" in rag.manifest.structures

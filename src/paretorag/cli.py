@@ -178,7 +178,9 @@ def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
     return parse_builder_settings(items)
 
 
-def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings: list[str]) -> None:
+def _build_methods(
+    index_dir: Path, no_wait: bool, methods: str | None, settings: list[str], **config: Any
+) -> None:
     """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
     names = _methods(methods)
     if not names:
@@ -186,7 +188,8 @@ def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings
             "index needs files or folders to add, or --methods to build for the documents already in "
             f"--index (e.g. `paretorag index --index {index_dir} --methods fusion`)"
         )
-    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=_parse_settings(settings))
+    builders = _parse_settings(settings)
+    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=builders, **config)
     try:
         with rag, _bars() as progress:
             rag.build(progress=progress)  # the methods were added when it opened
@@ -253,7 +256,7 @@ def index(
     try:
         _llm_max_wait(llm_max_wait)
         if not paths:
-            _build_methods(index_dir, no_wait, methods, settings)
+            _build_methods(index_dir, no_wait, methods, settings, llm=llm, replace_methods=replace_methods)
             return
         rag = _open(
             index_dir,
