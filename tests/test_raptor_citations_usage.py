@@ -93,3 +93,15 @@ def test_a_cited_summary_cites_the_passages_it_summarises(raptor_index):
     assert all(c.doc_id for c in ans.citations)
     passage = next(c for c in ans.citations if not c.chunk_id.startswith("node:"))
     assert "sources" not in passage.to_json()  # a passage cites itself
+
+
+def test_an_answer_trace_names_the_passages_the_budget_left_out(raptor_index):
+    with RAG.open(raptor_index, create=False) as rag:
+        full = rag.query("Who fought the battle?", method="vanilla", k=5, context_only=True)
+        small = rag.query("Who fought the battle?", method="vanilla", k=5, budget=90, context_only=True)
+    assert "budget_cut" not in full.trace and len(full.contexts) == 5
+    cut = small.trace["budget_cut"]
+    kept = [c.chunk_id for c in small.contexts]
+    assert 0 < len(kept) < 5 and cut["max_tokens"] == 90 and cut["budget"] == "query"
+    assert cut["kept_passages"] == len(kept) and cut["cut_passages"] == len(cut["cut"]) == 5 - len(kept)
+    assert sorted(kept + cut["cut"]) == sorted(c.chunk_id for c in full.contexts)

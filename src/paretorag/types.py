@@ -154,6 +154,7 @@ class Context:
     items: tuple[ContextItem, ...]
     text: str
     n_tokens: int
+    cut: tuple[str, ...] = ()  # chunk ids of the items left out for the budget, best first
 
 
 @dataclass
