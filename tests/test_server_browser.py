@@ -165,9 +165,11 @@ def _storage(driver, kind: str) -> str | None:
 
 
 def _options(driver) -> list[tuple[str, bool]]:
-    return [
-        (o.get_attribute("value"), o.is_enabled()) for o in Select(driver.find_element(By.ID, "method")).options
-    ]
+    """The method picker's options (value, enabled), read at once: the page rebuilds them."""
+    rows = driver.execute_script(
+        "return [...document.getElementById('method').options].map((o) => [o.value, !o.disabled])"
+    )
+    return [(value, enabled) for value, enabled in rows]
 
 
 def test_a_server_with_keys_gets_its_key_asked_for_and_kept_for_the_tab_only(tmp_path, browser):
