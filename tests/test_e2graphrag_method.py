@@ -271,6 +271,32 @@ def test_budget_limits_evidence_and_packing_keeps_every_item(index: FakeIndex) -
     assert len(packed.items) == len(small.items)  # citation numbers stay aligned
 
 
+def test_without_a_query_budget_the_evidence_keeps_to_the_answer_budget_and_says_what_was_cut(
+    index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paretorag.operators import e2graphrag_evidence
+
+    state: E2State = index.cached("e2graphrag.state", lambda: None)
+    state.query_terms["default budget question"] = ["harry"]
+    full = E2GraphRAG().retrieve(index, "default budget question", QueryOptions(budget=Budget(10**6)))
+    assert "budget_cut" not in full.info and len(full.items) > 4
+    whole = index.count_tokens(full.context_text)
+    monkeypatch.setattr(e2graphrag_evidence, "ANSWER_TOKENS", whole // 3)  # a long corpus, in small
+    r = E2GraphRAG().retrieve(index, "default budget question", QueryOptions())
+    assert 0 < len(r.items) < len(full.items)
+    assert index.count_tokens(r.context_text) <= whole // 3
+    cut = r.info["budget_cut"]
+    assert cut["max_tokens"] == whole // 3 and cut["budget"].startswith("default")
+    assert cut["tokens_before"] == whole
+    assert cut["kept_passages"] + cut["cut_passages"] == len(full.info["summaries"]) + len(full.scored)
+    assert cut["cut_passages"] == len(cut["cut"]) > 0
+    kept = {it.chunk_id for it in r.items}
+    assert not kept & set(cut["cut"])  # what the trace names as cut is not in the context
+    # a budget the query gives wins over the default, larger or smaller
+    given = E2GraphRAG().retrieve(index, "default budget question", QueryOptions(budget=Budget(whole)))
+    assert len(given.items) == len(full.items) and "budget_cut" not in given.info
+
+
 def test_settings_are_checked_against_the_index(index: FakeIndex) -> None:
     with pytest.raises(ConfigError, match="g=3"):
         ask(index, ["harry"], g=3)

@@ -23,6 +23,8 @@ from paretorag.server import KeyRing, create_app  # noqa: E402
 from .server_util import build_index, live_server, write_corpus  # noqa: E402
 
 KEY = "rw-browser-0123456789abcdef"
+RO_KEY = "ro-browser-0123456789abcdef"
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}  # an iPhone 12-15
 
 
 def _chromium() -> tuple[str, str]:
@@ -105,8 +107,9 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
     wait = WebDriverWait(browser, 20)
     with live_server(app, limit_s=120) as base:
         browser.get(base + "/")
-        # without the key the page says what is wrong
-        wait.until(lambda d: "401" in d.find_element(By.ID, "error").text)
+        # without the key the page asks for it (no bare 401)
+        wait.until(lambda d: "needs an API key" in d.find_element(By.ID, "key-prompt").text)
+        assert not browser.find_element(By.ID, "error").is_displayed()
         browser.find_element(By.ID, "api-key").send_keys(KEY)
         browser.find_element(By.ID, "save-key").click()
         wait.until(lambda d: len(Select(d.find_element(By.ID, "method")).options) > 1)
@@ -155,3 +158,102 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         "4-deleted.png",
     ]
     assert all(p.stat().st_size > 5000 for p in shots.iterdir())
+
+
+def _storage(driver, kind: str) -> str | None:
+    return driver.execute_script(f"return window.{kind}.getItem('paretorag-api-key')")
+
+
+def _options(driver) -> list[tuple[str, bool]]:
+    """The method picker's options (value, enabled), read at once: the page rebuilds them."""
+    rows = driver.execute_script(
+        "return [...document.getElementById('method').options].map((o) => [o.value, !o.disabled])"
+    )
+    return [(value, enabled) for value, enabled in rows]
+
+
+def test_a_server_with_keys_gets_its_key_asked_for_and_kept_for_the_tab_only(tmp_path, browser):
+    ix = build_index(tmp_path / "ix", write_corpus(tmp_path / "src"))
+    app = create_app(ix, keys=KeyRing.from_pairs([("write", KEY), ("read", RO_KEY)]))
+    wait = WebDriverWait(browser, 20)
+    prompt = (By.ID, "key-prompt")
+    with live_server(app, limit_s=120) as base:
+        browser.get(base + "/")
+        wait.until(lambda d: "This server needs an API key" in d.find_element(*prompt).text)
+        assert browser.find_element(By.ID, "key-status").text == "key needed"
+        assert not browser.find_element(By.ID, "error").is_displayed()  # no "401", no empty list
+        assert _options(browser) == [("enter the API key first", False)]
+        assert not browser.find_element(By.ID, "ask").is_enabled()
+        assert browser.switch_to.active_element == browser.find_element(By.ID, "api-key")
+        browser.save_screenshot(str(tmp_path / "key-prompt.png"))
+
+        browser.find_element(By.ID, "api-key").send_keys("wrong-key-0123456789")
+        browser.find_element(By.ID, "save-key").click()
+        wait.until(lambda d: "did not accept" in d.find_element(*prompt).text)
+        assert browser.find_element(By.ID, "key-status").text == "key not accepted"
+        assert _storage(browser, "sessionStorage") is None
+
+        browser.find_element(By.ID, "api-key").send_keys(RO_KEY)  # a read-only key may ask
+        browser.find_element(By.ID, "save-key").click()
+        wait.until(lambda d: len(_options(d)) > 1)
+        assert not browser.find_element(*prompt).is_displayed()
+        assert browser.find_element(By.ID, "key-status").text.startswith("key accepted")
+        assert ("vanilla", True) in _options(browser) and ("lightrag-local", False) in _options(browser)
+        assert browser.find_element(By.ID, "ask").is_enabled()
+        assert _storage(browser, "sessionStorage") == RO_KEY and _storage(browser, "localStorage") is None
+
+        browser.refresh()  # the same tab keeps the key
+        wait.until(lambda d: len(_options(d)) > 1)
+        assert not browser.find_element(*prompt).is_displayed()
+
+        browser.switch_to.new_window("tab")  # another tab does not
+        browser.get(base + "/")
+        wait.until(lambda d: "This server needs an API key" in d.find_element(*prompt).text)
+        assert _storage(browser, "sessionStorage") is None
+
+        browser.find_element(By.ID, "api-key").send_keys(KEY)
+        browser.find_element(By.ID, "save-key").click()
+        wait.until(lambda d: len(_options(d)) > 1)
+        browser.find_element(By.ID, "forget-key").click()
+        wait.until(lambda d: d.find_element(*prompt).is_displayed())
+        assert _storage(browser, "sessionStorage") is None and _options(browser)[0][1] is False
+
+
+def _fits(driver, width: int = PHONE["width"]) -> None:
+    scroll = driver.execute_script("return document.documentElement.scrollWidth")
+    wide = driver.execute_script(
+        "return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > "
+        f"{width} + 1).map((e) => e.tagName + '#' + e.id)"
+    )
+    assert scroll <= width, (scroll, wide)
+
+
+def test_the_page_fits_a_phone_screen(tmp_path, browser):
+    corpus = write_corpus(tmp_path / "src")
+    long_name = tmp_path / "src" / ("a-very-long-file-name-without-any-break-" * 3 + ".md")
+    long_name.write_text("Ospreys_dive_feet_first_to_catch_fish_" * 8 + " and carry them head first.")
+    ix = build_index(tmp_path / "ix", [*corpus, long_name])
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+    wait = WebDriverWait(browser, 20)
+    app = create_app(ix, keys=KeyRing.from_pairs([("write", KEY)]))
+    with live_server(app, limit_s=120) as base:
+        browser.get(base + "/")
+        wait.until(lambda d: d.find_element(By.ID, "key-prompt").is_displayed())
+        assert browser.execute_script("return window.innerWidth") == PHONE["width"]
+        _fits(browser)  # the key prompt
+        browser.find_element(By.ID, "api-key").send_keys(KEY)
+        browser.find_element(By.ID, "save-key").click()
+        wait.until(lambda d: len(_options(d)) > 1)
+        browser.find_element(By.ID, "question").send_keys("How do ospreys catch fish?")
+        browser.find_element(By.ID, "ask").click()
+        wait.until(lambda d: d.find_element(By.ID, "latency").text.endswith("ms"))
+        _fits(browser)  # an answer and its passages, one of them a long unbroken word
+        browser.save_screenshot(str(tmp_path / "phone-answer.png"))
+        browser.find_element(By.CSS_SELECTOR, "#contexts a.cite").click()
+        wait.until(ec.visibility_of_element_located((By.ID, "passage")))
+        _fits(browser)
+        browser.find_element(By.ID, "passage-close").click()
+        browser.find_element(By.ID, "tab-docs").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#documents tbody tr")) == 7)
+        _fits(browser)  # ids, long source paths and the delete buttons
+        browser.save_screenshot(str(tmp_path / "phone-documents.png"))

@@ -202,7 +202,8 @@ def _fail(exc: ParetoragError) -> None:
     raise typer.Exit(code=exitcodes.ERROR)
 
 
-def _report(report: IndexReport, rag: RAG) -> None:
+def _report(report: IndexReport, rag: RAG) -> str:
+    """Print the problems (stderr) and return the summary line, for stdout once the bars stop."""
     for p in report.problems:
         label = "[red]failed[/]" if p.failed else f"[yellow]{'skipped' if p.skipped else 'warning'}[/]"
         err.print(f"{label} {_text(p)}")
@@ -212,15 +213,26 @@ def _report(report: IndexReport, rag: RAG) -> None:
         whole = report.resumed == report.added + report.updated
         resumed = " (resumed)" if whole else f" ({report.resumed} resumed)"
     failed = [p for p in report.problems if p.failed]
-    out.print(
+    return (
         f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
         f"removed {report.removed}{resumed}; index has {c.get('documents', 0)} documents, "
         f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
         + ("" if report.committed else "; nothing to do")
         + (f"; {len(failed)} file(s) could not be read (listed above)" if failed else "")
     )
-    if failed:
+
+
+def _finish(report: IndexReport, summary: str) -> None:
+    """Print the summary on stdout (the bars have stopped); exit 3 when some files could not be read."""
+    out.print(summary)
+    if any(p.failed for p in report.problems):
         raise typer.Exit(code=exitcodes.PARTIAL)
+
+
+def _bars() -> RichProgress:
+    """Progress bars on the stderr console, so that notes printed meanwhile go above them;
+    results are printed on stdout after the bars stop (never glued to a bar's last line)."""
+    return RichProgress(console=err)
 
 
 def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -233,7 +245,9 @@ def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
     return merged
 
 
-def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings: list[str]) -> None:
+def _build_methods(
+    index_dir: Path, no_wait: bool, methods: str | None, settings: list[str], **config: Any
+) -> None:
     """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
     names = _methods(methods)
     if not names:
@@ -241,9 +255,10 @@ def _build_methods(index_dir: Path, no_wait: bool, methods: str | None, settings
             "index needs files or folders to add, or --methods to build for the documents already in "
             f"--index (e.g. `paretorag index --index {index_dir} --methods fusion`)"
         )
-    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=_parse_settings(settings))
+    builders = _parse_settings(settings)
+    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=builders, **config)
     try:
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             rag.build(progress=progress)  # the methods were added when it opened
             _notes(rag)
             n_docs = len(rag.store.all_document_ids())
@@ -338,7 +353,7 @@ def index(
     try:
         _llm_max_wait(llm_max_wait)
         if not paths:
-            _build_methods(index_dir, no_wait, methods, settings)
+            _build_methods(index_dir, no_wait, methods, settings, llm=llm, replace_methods=replace_methods)
             return
         rag = _open(
             index_dir,
@@ -354,12 +369,13 @@ def index(
             builders=_parse_settings(settings),
             ann=ann,
         )
-        with rag, RichProgress() as progress, cluster or contextlib.nullcontext():
+        with rag, _bars() as progress, cluster or contextlib.nullcontext():
             report = rag.index(
                 paths, progress=progress, cluster=cluster, strict=strict, prune=prune, key=doc_key
             )
             _notes(rag)
-            _report(report, rag)
+            summary = _report(report, rag)
+        _finish(report, summary)
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -378,10 +394,11 @@ def insert(
     try:
         _llm_max_wait(llm_max_wait)
         rag = _open(index_dir, no_wait, "insert", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             report = rag.insert(paths, progress=progress)
             _notes(rag)
-            _report(report, rag)
+            summary = _report(report, rag)
+        _finish(report, summary)
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -402,10 +419,10 @@ def delete(
     rag = None
     try:
         rag = _open(index_dir, no_wait, "delete", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             removed = rag.delete(doc_ids, progress=progress)
             _notes(rag)
-            out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
+        out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -418,17 +435,17 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
     rag = None
     try:
         rag = _open(index_dir, no_wait, "repair", create=False)
-        with rag, RichProgress() as progress:
+        with rag, _bars() as progress:
             report = rag.repair(progress=progress)
             for note in report.notes:
                 err.print(f"[yellow]note[/] {note}")
-            for problem in report.problems:
-                out.print(f"found: {problem}")
-            c = rag.manifest.counts
-            out.print(
-                ("repaired" if report.rebuilt else "nothing to repair")
-                + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
-            )
+        for problem in report.problems:
+            out.print(f"found: {problem}")
+        c = rag.manifest.counts
+        out.print(
+            ("repaired" if report.rebuilt else "nothing to repair")
+            + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
+        )
     except ParetoragError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -720,12 +737,16 @@ def inspect(
     out.print(u)
     calls = stats.get("model_calls") or {}
     if calls:
-        c = Table("stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs")
+        c = Table(
+            "stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs",
+            "sentences scored (extractive)",
+        )  # fmt: skip
         for stage, n in calls.items():
             c.add_row(
                 _text(stage),
                 *(str(n.get(k, 0)) for k in ("embed_texts", "embed_batches", "embed_cached", "pooled_spans")),
                 str(n.get("spacy_docs", 0)),
+                str(n.get("sentences_scored", 0)),
             )
         out.print(c)
     out.print(f"stage timings (s): {_text(stats['timings'])}")
@@ -815,6 +836,11 @@ def methods(
     if table:
         cols = ["method", "graph", "question", *catalog.TABLE3_COLUMNS, "query_llm", "generation"]
         _print_catalog(catalog.table3(), as_json, cols)
+        return
+    if not as_json:
+        from .method_list import render
+
+        sys.stdout.write(render(catalog.methods()))  # 80 columns whatever the terminal's width
         return
     rows = sorted(catalog.methods(), key=lambda r: not r.get("recommended", False))  # stable: then by name
     for row in rows:

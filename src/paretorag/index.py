@@ -289,6 +289,22 @@ def required_structures(methods: Sequence[str]) -> list[str]:
     return order
 
 
+def method_needing(structure: str, configured: Sequence[str] = ()) -> str:
+    """A method whose ``index --methods`` builds ``structure``: the one named after it, else
+    one the index is configured for, else the recommended one, else the one needing least."""
+    from .methods.base import METHODS, recommended_method
+
+    names = [n for n in available_methods() if not METHODS[n].preset]
+    needing = [n for n in names if structure in required_structures([n])]
+    if not needing:
+        return "<a method that needs it>"
+    preferred = [structure, *configured, recommended_method()]
+    return next(
+        (n for n in preferred if n in needing),
+        min(needing, key=lambda n: (len(required_structures([n])), n)),
+    )
+
+
 def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Builder], dict[str, str]]:
     """Builders of the structures the configured methods need (dependencies first) and
     the directory each output must have for this chunk set and these settings."""
@@ -665,10 +681,11 @@ class LoadedIndex:
         if name not in self._structures:
             info = self.manifest.structures.get(name)
             if info is None:
+                method = method_needing(name, self.manifest.config.methods)
                 raise MissingStructureError(
                     f"this index has no {name!r} structure; build it with "
-                    f"`paretorag index PATH --index {self.root} --methods <a method that needs it>` "
-                    "or RAG.open(..., methods=[...]).build()"
+                    f"`paretorag index --index {self.root} --methods {method}` "
+                    f"(or RAG.open(..., methods=[{method!r}]).build())"
                 )
             self._structures[name] = load_structure(self.root / "structures", info["dir"])
         return self._structures[name]

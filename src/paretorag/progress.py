@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class ProgressTask(Protocol):
@@ -33,10 +37,13 @@ class NullProgress:
 class RichProgress:
     """Rich progress bars with counts, rate and ETA, drawn on stderr (used by the CLI).
 
-    Results go to stdout, so redirecting them never captures a bar.
+    Results go to stdout, so redirecting them never captures a bar. Lines printed on
+    ``console`` while the bars are drawn go above them (give the console the CLI prints
+    its notes on); the bars start with the first task, so a command that fails before
+    any work leaves no empty bar line before its error.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -54,21 +61,29 @@ class RichProgress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
+            console=console or Console(stderr=True),
             transient=False,
         )
+        self._started = False
+        self._lock = threading.Lock()  # builder threads add their tasks at once
 
     def __enter__(self) -> RichProgress:
-        self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        with self._lock:
+            if self._started:
+                self._progress.stop()
+                self._started = False
 
     @contextmanager
     def task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
         from rich.markup import escape
 
+        with self._lock:
+            if not self._started:
+                self._started = True
+                self._progress.start()
         task_id = self._progress.add_task(escape(description), total=total)  # labels may hold user text
         progress = self._progress
 
@@ -80,3 +95,6 @@ class RichProgress:
         # only on success: an interrupted or failed stage keeps its bar where it stopped
         if total is not None:
             progress.update(task_id, completed=total)
+        else:  # a stage of unknown size ends as a full bar, not "0/?"
+            done = next((t.completed for t in progress.tasks if t.id == task_id), 0.0)
+            progress.update(task_id, total=done, completed=done)

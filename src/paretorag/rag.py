@@ -56,6 +56,21 @@ def _validate_question(question: str) -> str:
     return question.strip()
 
 
+def _trace(retrieval: Retrieval, ctx: Context, budget: Budget) -> dict[str, Any]:
+    """The method's trace, and what the context packing left out for the budget (when the
+    method did not say it already)."""
+    trace = dict(retrieval.info)
+    if ctx.cut and "budget_cut" not in trace:
+        trace["budget_cut"] = {
+            "max_tokens": budget.max_tokens,
+            "budget": "query",
+            "kept_passages": len(ctx.items),
+            "cut_passages": len(ctx.cut),
+            "cut": list(ctx.cut),
+        }
+    return trace
+
+
 class RAG(IndexSession):
     """An index directory plus the models that build and query it.
 
@@ -394,7 +409,7 @@ class RAG(IndexSession):
             confidence=read.confidence if read is not None else None,
             found=read.found if read is not None else None,
             answered_by=who if who in ("", "reader", "extractive") else self._base_llm().name,
-            trace=dict(retrieval.info),
+            trace=_trace(retrieval, ctx, b),
         )
 
     def answerer(self, reader: str | None = None) -> str:

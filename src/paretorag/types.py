@@ -132,15 +132,20 @@ class ContextItem:
     score: float
     n_tokens: int = 0
     row: int = -1
+    # a text made from passages (a RAPTOR summary): the chunk ids of the passages it stands for
+    sources: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "title": self.title,
             "text": self.text,
             "score": round(float(self.score), 6),
         }
+        if self.sources:
+            out["sources"] = list(self.sources)
+        return out
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,7 @@ class Context:
     items: tuple[ContextItem, ...]
     text: str
     n_tokens: int
+    cut: tuple[str, ...] = ()  # chunk ids of the items left out for the budget, best first
 
 
 @dataclass
@@ -236,9 +242,16 @@ class Citation:
     chunk_id: str
     doc_id: str
     title: str
+    # a cited summary cites the passages it summarises (their chunk ids)
+    sources: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.sources:
+            out["sources"] = list(self.sources)
+        else:
+            del out["sources"]
+        return out
 
 
 @dataclass

@@ -149,6 +149,10 @@ def _run(
 
     subsets = parse_names(subset, "--subset")
     names = parse_names(methods, "--methods")
+    from ..methods.base import get_method
+
+    for name in names:  # a typo fails now ("did you mean ...?"), not after the corpus is indexed
+        get_method(name)
     who: list[str | None] = list(parse_names(readers, "--readers")) if readers else [None]
     for r in who:
         if r is not None and r not in READERS:

@@ -18,6 +18,7 @@ The chunk VDB operator of the appendix is :class:`paretorag.operators.dense.Chun
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -176,6 +177,22 @@ class ChunkOccurrence(Operator):
         return Scored(order, score.astype(np.float32), KIND)
 
 
+def summary_item(index: IndexView, key: str, text: str, score: float, rows: np.ndarray) -> ContextItem:
+    """A summary as a context item that cites the passages it summarises: their chunk ids as
+    ``sources``, and the document most of them come from as its ``doc_id`` and title."""
+    chunks = index.chunks
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    if not rows.size:
+        return text_item(index, key, "Summary", text, score)
+    docs = [chunks.doc_ids[int(r)] for r in rows]
+    doc = max(dict.fromkeys(docs), key=docs.count)  # the first of the most frequent
+    title = chunks.titles[int(rows[docs.index(doc)])]
+    n_docs = len(set(docs))
+    label = f"Summary of {title}" if n_docs == 1 else f"Summary of {title} and {n_docs - 1} more"
+    item = text_item(index, key, label, text, score)
+    return replace(item, doc_id=doc, sources=tuple(chunks.ids[int(r)] for r in rows))
+
+
 @register_operator
 class ChunkFromNode(Operator):
     """The chunks the given nodes cover, in the nodes' order (RAPTOR collapsed tree; KGP).
@@ -242,7 +259,8 @@ class ChunkFromNode(Operator):
         for row, score in zip(nodes.ids.tolist(), nodes.scores.tolist(), strict=True):
             if graph.kinds[row] == "summary":
                 text = graph.descriptions[row] if graph.descriptions else graph.names[row]
-                items.append(text_item(index, f"node:{graph.names[row]}", "Summary", text, score))
+                key = f"node:{graph.names[row]}"
+                items.append(summary_item(index, key, text, score, graph.node_chunks[row].indices))
                 continue
             for c in graph.node_chunks[row].indices.tolist():
                 if c in kept and c not in seen:

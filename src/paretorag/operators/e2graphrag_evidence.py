@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from ..store import ChunkTable
 from ..types import ContextItem, IntArray, Scored
-from .base import Operator, register_operator
+from .base import Operator, check_positive_int, register_operator
 from .e2graphrag import PAPER, load_state, rank_scores
 
 if TYPE_CHECKING:
@@ -229,6 +229,26 @@ def _within_budget(index: IndexView, units: list[Evidence], limit: int | None) -
     return (lo, True) if lo else (1, False)
 
 
+ANSWER_TOKENS = 12_000  # the evidence's budget when the query gives none (G2ConS's beta)
+
+
+def _cut_note(
+    index: IndexView, units: list[Evidence], keep: int, limit: int, given: bool, n_chunks: int
+) -> dict[str, object]:
+    """What the budget left out, for the trace: the nodes cut (best first) and the tokens."""
+    cut = units[keep:]
+    return {
+        "max_tokens": limit,
+        "budget": "query" if given else "default (e2graphrag.evidence max_tokens)",
+        "kept_passages": keep,
+        "cut_passages": len(cut),
+        "cut": [
+            f"{u.doc_id}#s{u.node - n_chunks}" if u.is_summary else index.chunks.ids[u.row] for u in cut
+        ],
+        "tokens_before": index.count_tokens(format_evidence(group_evidence(units))),
+    }
+
+
 @register_operator
 class EvidenceFormat(Operator):
     """Retrieved tree nodes as E2GraphRAG's evidence (end of §3.2), within the budget.
@@ -237,6 +257,17 @@ class EvidenceFormat(Operator):
     entities they contain, merges adjacent chunks, and sets ``state.context_text`` (the
     grouped evidence) and ``state.items`` (the same passages in ranking order, so that
     recall and context recall judge one order); produces the retrieved chunk rows.
+
+    The evidence fits the query's token budget or, when the query gives none,
+    ``max_tokens``: E2GraphRAG's k = 25 chunks of 1,200 tokens would be some 30,000
+    tokens in one answer prompt. The best nodes are kept; ``state.info["budget_cut"]``
+    says what was left out (the passages, best first, and the tokens before the cut).
+
+    Parameters
+    ----------
+    max_tokens : int, optional
+        The evidence's budget in tokens when the query has none (default
+        :data:`ANSWER_TOKENS`, 12,000).
     """
 
     name = "e2graphrag.evidence"
@@ -246,8 +277,8 @@ class EvidenceFormat(Operator):
     structures = ("vectors", "tree", "entity_graph")
     paper = PAPER
 
-    def __init__(self) -> None:
-        pass
+    def __init__(self, *, max_tokens: int | None = None) -> None:
+        self.max_tokens = max_tokens
 
     def run(self, index: IndexView, state: State) -> Scored:
         e2 = load_state(index)
@@ -268,7 +299,10 @@ class EvidenceFormat(Operator):
         ]
         units = evidence_units(chunks, tree.summaries, ids, tree.leaf_rows[first], keys, n_docs)
         rank = {int(node): j for j, node in enumerate(ids)}
-        keep, fits = _within_budget(index, units, state.options.budget.max_tokens)
+        given = state.options.budget.max_tokens
+        own = ANSWER_TOKENS if self.max_tokens is None else check_positive_int(self, "max_tokens", self.max_tokens)
+        limit = given if given is not None else own
+        keep, fits = _within_budget(index, units, limit)
         groups = group_evidence(units[:keep])
         items: list[ContextItem] = []
         for _, passages in groups:
@@ -291,10 +325,12 @@ class EvidenceFormat(Operator):
         state.context_text = format_evidence(groups) if fits else None
         if keep < len(units):
             state.info["dropped_for_budget"] = len(units) - keep
+            state.info["budget_cut"] = _cut_note(index, units, keep, limit, given is not None, n)
         return Scored(rows, rank_scores(rows.size))
 
 
 __all__ = [
+    "ANSWER_TOKENS",
     "Evidence",
     "EvidenceFormat",
     "Passage",

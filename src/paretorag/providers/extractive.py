@@ -32,6 +32,7 @@ import numpy.typing as npt
 from ..errors import ConfigError
 from ..textutil import reading_sentences, split_sentences
 from .base import Completion, Embedder, Request, Task, Tokenizer
+from .counting import record
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -314,11 +315,13 @@ class ExtractiveLLM:
         }
 
     def complete(self, request: Request) -> Completion:
+        """A summary or an answer; no model runs, so it costs 0 LLM tokens (the sentences it
+        scores are counted apart, as ``sentences_scored``, during a build)."""
         task = request.task
         if task.kind == "summarize":
-            return Completion(self._summarize(task))
+            return Completion(self._summarize(task), 0, 0)
         if task.kind == "answer":
-            return Completion(self._answer(task, request.max_tokens))
+            return Completion(self._answer(task, request.max_tokens), 0, 0)
         raise ConfigError(
             "the extractive backend can only summarize and answer (Task kind 'summarize' or 'answer'); "
             "configure a generative LLM (--llm openai:MODEL or llamacpp:GGUF) for other prompts"
@@ -328,6 +331,7 @@ class ExtractiveLLM:
         sents = [s for t in task.texts for s in split_sentences(t)]
         if not sents:
             return ""
+        record("sentences_scored", len(sents))
         words = sum(len(s.split()) for s in sents)
         budget = task.max_words or min(self.max_summary_words, max(1, int(words * self.summary_ratio)))
         sim = _tfidf(sents)
@@ -362,6 +366,7 @@ class ExtractiveLLM:
         cands = candidates(task.question, task.texts, self.embedder, min_words=self.min_words)
         if not cands.sentences:
             return NO_ANSWER
+        record("sentences_scored", len(cands.sentences))
         scores = self.scores(cands)
         best = float(scores.max())
         parts: list[str] = []

@@ -104,7 +104,9 @@ class CountingLLM:
 
     ``calls`` counts every logical call (the method's cost, whatever the cache did);
     ``cached`` how many of them the cache served. Tokens the backend did not report
-    are counted with ``tokenizer`` over the prompt messages and the response.
+    are counted with ``tokenizer`` over the prompt messages and the response. A backend
+    that is not generative (``extractive``) runs no model: its calls cost 0 tokens (the
+    sentences it scores are counted apart, :mod:`paretorag.providers.counting`).
     """
 
     def __init__(self, llm: LLM, usage: Usage, stage: str, tokenizer: Tokenizer) -> None:
@@ -123,6 +125,8 @@ class CountingLLM:
         dt = time.perf_counter() - t0
         pt = out.prompt_tokens
         ct = out.completion_tokens
+        if not self.generative:  # extractive: no model reads or writes tokens (an old cache entry says None)
+            pt = ct = 0
         if pt is None or ct is None:
             counts = self._tok.count(["\n".join(m.content for m in request.messages), out.text])
             pt = counts[0] if pt is None else pt
@@ -146,7 +150,11 @@ class CountingLLM:
                 yield piece
         finally:
             dt = time.perf_counter() - t0
-            pt, ct = self._tok.count(["\n".join(m.content for m in request.messages), "".join(pieces)])
+            pt, ct = (
+                self._tok.count(["\n".join(m.content for m in request.messages), "".join(pieces)])
+                if self.generative
+                else (0, 0)
+            )
             with self._lock:
                 s = self.usage.stage(self.stage)
                 s.calls += 1

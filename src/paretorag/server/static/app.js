@@ -7,10 +7,14 @@
 const $ = (id) => document.getElementById(id);
 const KEY = "paretorag-api-key";
 let lastContexts = [];
+// the key lives in this tab only (sessionStorage): closing the tab forgets it; a key an
+// older page kept in localStorage (across sessions) is removed
+const keyStore = window.sessionStorage;
+localStorage.removeItem(KEY);
 
 function headers(extra) {
   const h = Object.assign({}, extra || {});
-  const key = localStorage.getItem(KEY);
+  const key = keyStore.getItem(KEY);
   if (key) h["Authorization"] = "Bearer " + key;
   return h;
 }
@@ -26,18 +30,45 @@ async function errorText(resp) {
 function show(el, text) { el.textContent = text; el.hidden = !text; }
 
 // -- the key ------------------------------------------------------------------
-function keyStatus() {
-  $("key-status").textContent = localStorage.getItem(KEY) ? "key saved" : "no key";
+// What the server said of the key decides the status: a server with keys answers 401
+// without one (the page then asks for it), and only a 200 says it is accepted.
+function keyStatus(state) {
+  $("key-status").textContent = {
+    accepted: "key accepted (kept for this tab only)",
+    open: "no key needed",
+    needed: "key needed",
+    rejected: "key not accepted",
+  }[state] || "";
+}
+function askForKey(rejected) {
+  if (rejected) keyStore.removeItem(KEY);
+  keyStatus(rejected ? "rejected" : "needed");
+  show($("key-prompt"), rejected
+    ? "The server did not accept this API key. Enter a valid key above."
+    : "This server needs an API key. Enter it above: the page keeps it for this tab only.");
+  const sel = $("method");
+  sel.textContent = "";
+  const opt = document.createElement("option");
+  opt.textContent = "enter the API key first";
+  opt.disabled = true;
+  sel.appendChild(opt);
+  $("ask").disabled = true;
+  $("api-key").focus();
+}
+// a 401 anywhere: ask for the key (true), else let the caller show the error (false)
+function needsKey(resp) {
+  if (resp.status !== 401) return false;
+  askForKey(!!keyStore.getItem(KEY));
+  return true;
 }
 $("key-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const v = $("api-key").value.trim();
-  if (v) localStorage.setItem(KEY, v);
+  if (v) keyStore.setItem(KEY, v);
   $("api-key").value = "";
-  keyStatus();
   loadMethods();
 });
-$("forget-key").addEventListener("click", () => { localStorage.removeItem(KEY); keyStatus(); });
+$("forget-key").addEventListener("click", () => { keyStore.removeItem(KEY); loadMethods(); });
 
 // -- tabs ---------------------------------------------------------------------
 for (const tab of document.querySelectorAll(".tab")) {
@@ -55,8 +86,12 @@ function openTab(id) { $(id).click(); }
 // -- methods ------------------------------------------------------------------
 async function loadMethods() {
   const resp = await fetch("/methods", { headers: headers() });
+  if (needsKey(resp)) return;
   if (!resp.ok) { show($("error"), "methods: " + (await errorText(resp))); return; }
   show($("error"), "");
+  show($("key-prompt"), "");
+  keyStatus(keyStore.getItem(KEY) ? "accepted" : "open");
+  $("ask").disabled = false;
   const sel = $("method");
   const current = sel.value;
   sel.textContent = "";
@@ -159,6 +194,7 @@ async function ask(ev) {
       headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(body),
     });
+    if (needsKey(resp)) { $("result").hidden = true; return; }
     if (!resp.ok) { $("result").hidden = true; show($("error"), await errorText(resp)); return; }
     const reader = resp.body.getReader();
     const decoder = new TextDecoder();
@@ -187,7 +223,7 @@ async function ask(ev) {
   } catch (e) {
     show($("error"), String(e));
   } finally {
-    $("ask").disabled = false;
+    $("ask").disabled = $("key-prompt").hidden === false;
   }
 }
 $("ask-form").addEventListener("submit", ask);
@@ -195,6 +231,7 @@ $("ask-form").addEventListener("submit", ask);
 // -- documents ----------------------------------------------------------------
 async function loadDocuments() {
   const resp = await fetch("/documents", { headers: headers() });
+  if (needsKey(resp)) return;
   if (!resp.ok) { show($("docs-error"), await errorText(resp)); return; }
   show($("docs-error"), "");
   const tbody = $("documents").querySelector("tbody");
@@ -242,6 +279,7 @@ async function followJob(job) {
 async function submitJob(url, init) {
   show($("docs-error"), "");
   const resp = await fetch(url, init);
+  if (needsKey(resp)) return;
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok) { show($("docs-error"), body.error ? `${resp.status}: ${body.error.message}` : `${resp.status}`); return; }
   await followJob(body.job);
@@ -400,5 +438,4 @@ $("show-graph").addEventListener("click", () => {
   showGraph();
 });
 
-keyStatus();
 loadMethods();
