@@ -77,7 +77,9 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def index_run(corpus) -> tuple[Path, subprocess.CompletedProcess[str]]:
     ix = corpus / "ix"
-    r = cli("index", str(corpus / "src"), "--index", str(ix), "--embedder", "hash:64", "--methods", "vanilla,bm25")
+    r = cli(
+        "index", str(corpus / "src"), "--index", str(ix), "--embedder", "hash:64", "--methods", "vanilla,bm25"
+    )
     return ix, r
 
 
@@ -85,14 +87,19 @@ def test_index_prints_only_its_summary_on_stdout(index_run):
     _, r = index_run
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [r.stdout.strip()]  # one line
-    assert re.fullmatch(r"added 6 document\(s\), 0 unchanged; index has 6 documents, 6 chunks \(\d+\.\d s\)\n", r.stdout)
+    assert re.fullmatch(
+        r"added 6, updated 0, unchanged 0, removed 0; index has 6 documents, 6 chunks \(\d+\.\d s\)\n",
+        r.stdout,
+    )
     assert "chunking" in r.stderr and "embedding chunks" in r.stderr  # the bars are on stderr
     assert "DEBUG" not in r.stderr and "Building index" not in r.stderr
 
 
 def test_query_results_on_stdout_and_nothing_else(index_run):
     ix, _ = index_run
-    r = cli("query", "What do otters eat?", "--index", str(ix), "--method", "bm25", "--json", "--context-only")
+    r = cli(
+        "query", "What do otters eat?", "--index", str(ix), "--method", "bm25", "--json", "--context-only"
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)  # the whole of stdout is the one answer
     assert data["method"] == "bm25" and data["contexts"][0]["title"] == "otters"
@@ -110,8 +117,8 @@ def test_summary_is_not_glued_to_a_bar_on_a_terminal(corpus):
     )
     assert rc == 0, screen
     lines = [line.split("\r")[-1] for line in screen.replace("\r\n", "\n").split("\n")]
-    summary = [line for line in lines if "added 6 document(s)" in line]
-    assert summary and all(line.startswith("added 6 document(s)") for line in summary), screen
+    summary = [line for line in lines if "added 6, updated 0" in line]
+    assert summary and all(line.startswith("added 6, updated 0") for line in summary), screen
     assert "ETAadded" not in screen.replace(" ", "") and "━added" not in screen
 
 

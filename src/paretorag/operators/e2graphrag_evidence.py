@@ -242,9 +242,7 @@ def _cut_note(
         "budget": "query" if given else "default (e2graphrag.evidence max_tokens)",
         "kept_passages": keep,
         "cut_passages": len(cut),
-        "cut": [
-            f"{u.doc_id}#s{u.node - n_chunks}" if u.is_summary else index.chunks.ids[u.row] for u in cut
-        ],
+        "cut": [f"{u.doc_id}#s{u.node - n_chunks}" if u.is_summary else index.chunks.ids[u.row] for u in cut],
         "tokens_before": index.count_tokens(format_evidence(group_evidence(units))),
     }
 
@@ -300,7 +298,11 @@ class EvidenceFormat(Operator):
         units = evidence_units(chunks, tree.summaries, ids, tree.leaf_rows[first], keys, n_docs)
         rank = {int(node): j for j, node in enumerate(ids)}
         given = state.options.budget.max_tokens
-        own = ANSWER_TOKENS if self.max_tokens is None else check_positive_int(self, "max_tokens", self.max_tokens)
+        own = (
+            ANSWER_TOKENS
+            if self.max_tokens is None
+            else check_positive_int(self, "max_tokens", self.max_tokens)
+        )
         limit = given if given is not None else own
         keep, fits = _within_budget(index, units, limit)
         groups = group_evidence(units[:keep])
