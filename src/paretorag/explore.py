@@ -8,6 +8,9 @@ concept, passage and linear graphs, the communities' graphs) is read the same wa
 that is not built raises :class:`~paretorag.errors.MissingStructureError` naming the
 ``paretorag index`` command that builds it. Export to GraphML / JSON / CSV is in
 :mod:`paretorag.graph_export`.
+
+One module (over 400 lines): listing, search and the neighbourhood read every node graph
+through the same loaders, shared by the CLI and the HTTP routes.
 """
 
 from __future__ import annotations

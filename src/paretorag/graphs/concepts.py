@@ -24,6 +24,9 @@ weights; ``node_chunks``: concept x chunk incidence; ``node_vectors``: the norma
 Eq. 1 vectors) plus the builder's own arrays: ``sent_{indptr,indices,data}`` and
 ``sent_chunk`` (sentence x concept CSR and the chunk of each sentence), ``pagerank``,
 ``chunk_score`` and ``core_rows`` (core chunks best first; ``meta["core"]``).
+
+One module (over 400 lines) because the build steps and the builder share the stored
+ingredients that Table 4's variants are rebuilt from; split, each half would import the other.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ Node numbering: nodes ``0 .. n-1`` are the chunk rows; summaries follow, level b
 level, each level in sequence order. The leaves of a node are contiguous in the
 tree's leaf order ``leaf_rows`` (the sequences one after the other; the chunk rows in
 order unless documents were pooled): ``first_row``/``last_row`` are positions in it.
+
+One module (over 400 lines): the tree's arrays, its builder and the summary requests are one
+§3.1 structure, stored and resumed together.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ The paper's steps as pure numpy/scipy functions:
 and the registered operators ``g2cons.concepts`` (the local search, on the stored
 graph or a Table 4 variant rebuilt from its ingredients) and ``g2cons.core`` (the core
 chunks). Concept rows index the concept graph's own row space (``Scored.kind == "concept"``).
+
+One module (over 400 lines) because the concept path's pure functions, the graph variant
+state and its operators are one §3.2.1 algorithm over one memoized state.
 """
 
 from __future__ import annotations

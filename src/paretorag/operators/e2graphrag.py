@@ -20,6 +20,9 @@ and the registered operators that the ``e2graphrag`` method composes:
 Ranking), ``e2graphrag.global`` (dense top-2k + Occurrence Ranking) and
 ``e2graphrag.evidence`` (:mod:`paretorag.operators.e2graphrag_evidence`). Tree nodes
 are numbered as in the tree: chunk rows first, then summaries (``Scored.kind == "node"``).
+
+One module (over 400 lines) because Algorithm 1 is one unit: its pure steps and the operators
+that run them share the per-index state (:class:`E2State`) and read best side by side.
 """
 
 from __future__ import annotations

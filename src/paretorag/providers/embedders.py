@@ -1,6 +1,9 @@
 """Embedders: the default MiniLM (sentence-transformers, offline), any local
 sentence-transformers path, an OpenAI-compatible endpoint, and a deterministic
 ``HashEmbedder`` for tests. Plus the word-piece tokenizer used to count tokens.
+
+One module (over 400 lines): the embedder classes share the windowing base class and the
+tokenizers, and each class is short.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Without an embedder (``ExtractiveLLM()`` on its own) the first term is left out.
 Candidates are whole sentences from :func:`paretorag.textutil.reading_sentences`
 (no line-break debris, quotations kept whole); headings and other fragments of
 fewer than ``min_words`` words are not candidates.
+
+One module (over 400 lines) because summaries and answers share the sentence scoring; the
+backend is one class with its helpers.
 """
 
 from __future__ import annotations

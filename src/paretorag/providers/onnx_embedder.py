@@ -12,6 +12,9 @@ Which backend embeds the default ``minilm`` is set by ``$PARETORAG_EMBEDDER_BACK
 ``auto`` (default: ONNX fp32 when it is installed and its export matched the torch
 vectors, else torch), ``onnx`` (ONNX or an error) or ``torch``. The int8 variant
 (``--embedder minilm-int8``) gives other vectors, so it has its own name and is opt-in.
+
+One module (over 400 lines) because loading, checking and running the export share its
+files' format (:class:`Export`) and the fallback to torch; the export itself is apart.
 """
 
 from __future__ import annotations

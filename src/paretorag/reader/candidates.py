@@ -18,6 +18,9 @@ it; its passage's retrieval rank; its position. The similarity of the sentence t
 question under the embedder is not a feature: on the held-out training questions it
 added nothing to the ranker (top-1 of answerable questions 31.6% without it, 30.7% with
 it), and leaving it out saves embedding every sentence of every answer.
+
+One module (over 400 lines) because the candidates and their features are one contract:
+the ranker's feature list must match what this module computes, name for name.
 """
 
 from __future__ import annotations

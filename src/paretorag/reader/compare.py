@@ -16,6 +16,9 @@ span, the first date of the passage for "released / founded / came out", the
 nationality for "same country"), compares, and answers with the option or yes/no,
 citing the sentences it read. Where an attribute cannot be read, the answer falls back
 to the terms of the question each option's passage covers, with a low confidence.
+
+One module (over 400 lines): the question shapes, the attribute readers and the decision
+share one small vocabulary of attributes; each part alone is short.
 """
 
 from __future__ import annotations
