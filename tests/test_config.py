@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from paretorag import cli
-from paretorag.cli import app
+from paretorag.cli import app, indexing
 from paretorag.config import KEYS, Config, select
 from paretorag.errors import ConfigError
 
@@ -129,10 +128,10 @@ def test_set_tables_merge_with_flags(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "paretorag.toml").write_text("[set.tree]\ng = 4\nmax_words = 2\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     select(None)
-    assert cli._parse_settings(["tree.g=6"]) == {"tree": {"g": 6, "max_words": 2}}
+    assert indexing._parse_settings(["tree.g=6"]) == {"tree": {"g": 6, "max_words": 2}}
     monkeypatch.setenv("PARETORAG_SET", "tree.g=5; tree.max_words=3")
     select(None)
-    assert cli._parse_settings([]) == {"tree": {"g": 5, "max_words": 3}}
+    assert indexing._parse_settings([]) == {"tree": {"g": 5, "max_words": 3}}
 
 
 def test_config_show_sources(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,5 @@
+"""``python -m paretorag.cli``: the ``paretorag`` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,285 @@
+"""``paretorag index``, ``insert``, ``delete`` and ``repair``: the commands that write an index."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from .. import exitcodes
+from ..errors import ConfigError, ParetoragError
+from ..progress import RichProgress
+from .common import (
+    IndexOpt,
+    LLMMaxWaitOpt,
+    NewIndexOpt,
+    NoWaitOpt,
+    _configured,
+    _fail,
+    _interrupted,
+    _llm_max_wait,
+    _open,
+    _text,
+    err,
+    out,
+)
+
+if TYPE_CHECKING:
+    from ..rag import RAG, IndexReport
+
+
+def _methods(value: str | None) -> list[str] | None:
+    return [m.strip() for m in value.split(",") if m.strip()] if value else None
+
+
+def _notes(rag: RAG) -> None:
+    for note in rag.notes:
+        err.print(f"[yellow]note[/] {note}")
+
+
+def _report(report: IndexReport, rag: RAG) -> str:
+    """Print the problems (stderr) and return the summary line, for stdout once the bars stop."""
+    for p in report.problems:
+        label = "[red]failed[/]" if p.failed else f"[yellow]{'skipped' if p.skipped else 'warning'}[/]"
+        err.print(f"{label} {_text(p)}")
+    c = rag.manifest.counts
+    resumed = ""
+    if report.resumed:  # committed now, stored by a run that was interrupted
+        whole = report.resumed == report.added + report.updated
+        resumed = " (resumed)" if whole else f" ({report.resumed} resumed)"
+    failed = [p for p in report.problems if p.failed]
+    return (
+        f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+        f"removed {report.removed}{resumed}; index has {c.get('documents', 0)} documents, "
+        f"{c.get('chunks', 0)} chunks ({report.seconds:.1f} s)"
+        + ("" if report.committed else "; nothing to do")
+        + (f"; {len(failed)} file(s) could not be read (listed above)" if failed else "")
+    )
+
+
+def _finish(report: IndexReport, summary: str) -> None:
+    """Print the summary on stdout (the bars have stopped); exit 3 when some files could not be read."""
+    out.print(summary)
+    if any(p.failed for p in report.problems):
+        raise typer.Exit(code=exitcodes.PARTIAL)
+
+
+def _bars() -> RichProgress:
+    """Progress bars on the stderr console, so that notes printed meanwhile go above them;
+    results are printed on stdout after the bars stop (never glued to a bar's last line)."""
+    return RichProgress(console=err)
+
+
+def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
+    from ..config import active
+    from ..settings import parse_builder_settings
+
+    merged = active().builder_settings()  # [set.*] of paretorag.toml and $PARETORAG_SET; --set wins
+    for structure, values in parse_builder_settings(items).items():
+        merged[structure] = {**merged.get(structure, {}), **values}
+    return merged
+
+
+def _build_methods(
+    index_dir: Path, no_wait: bool, methods: str | None, settings: list[str], **config: Any
+) -> None:
+    """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
+    names = _methods(methods)
+    if not names:
+        raise ConfigError(
+            "index needs files or folders to add, or --methods to build for the documents already in "
+            f"--index (e.g. `paretorag index --index {index_dir} --methods fusion`)"
+        )
+    builders = _parse_settings(settings)
+    rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=builders, **config)
+    try:
+        with rag, _bars() as progress:
+            rag.build(progress=progress)  # the methods were added when it opened
+            _notes(rag)
+            n_docs = len(rag.store.all_document_ids())
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
+    out.print(f"built {', '.join(names)} for the {n_docs} documents in {_text(index_dir)}")
+
+
+def index(
+    paths: list[Path] | None = typer.Argument(
+        None,
+        help="Files or directories (.txt .md .html .pdf .docx .json .jsonl). Without any, --methods "
+        "builds what those methods need for the documents already in --index.",
+    ),
+    index_dir: Path = NewIndexOpt,
+    methods: str | None = typer.Option(
+        ...,
+        "--methods",
+        "-m",
+        default_factory=_configured("index.methods"),
+        show_default=False,
+        help="Methods to build for, e.g. vanilla,e2graphrag.",
+    ),
+    replace_methods: bool = typer.Option(
+        False,
+        "--replace-methods",
+        help="Serve exactly --methods: drop the index's other methods (their structures are kept until the chunks change).",
+    ),
+    llm: str | None = typer.Option(
+        ...,
+        "--llm",
+        default_factory=_configured("llm.model"),
+        show_default=False,
+        help="extractive | openai:MODEL | llamacpp[:GGUF_PATH]",
+    ),
+    embedder: str | None = typer.Option(
+        ...,
+        "--embedder",
+        default_factory=_configured("embedder.model"),
+        show_default=False,
+        help="minilm (default) | hash | st:PATH | openai:MODEL:DIM",
+    ),
+    chunk_size: int | None = typer.Option(None, "--chunk-size", help="Tokens per chunk (default 1200)."),
+    chunk_overlap: int | None = typer.Option(
+        None, "--chunk-overlap", help="Overlap in tokens (default 100)."
+    ),
+    embed_titles: bool | None = typer.Option(
+        None,
+        "--titles/--no-titles",
+        help="Embed each chunk with its document title (default on; changing it re-embeds).",
+    ),
+    settings: list[str] = typer.Option(
+        [], "--set", help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.g=4 (repeatable)."
+    ),
+    ann: str | None = typer.Option(
+        None, "--ann", help="Vector index: auto (default: exact below 1M vectors) | exact | hnsw | ivf."
+    ),
+    no_wait: bool = NoWaitOpt,
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Chunk, embed and run spaCy as Ray tasks (needs paretorag[ray]): --ray alone starts a "
+        "local cluster; auto joins this machine's (ray start --head); ray://HOST:10001 a remote one.",
+    ),
+    ray_cpus: int | None = typer.Option(
+        None, "--ray-cpus", help="CPUs of the local Ray cluster that --ray starts (default: all)."
+    ),
+    llm_max_wait: float | None = LLMMaxWaitOpt,
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Stop at the first file that cannot be read (default: index the rest, exit 3).",
+    ),
+    prune: bool = typer.Option(
+        False, "--prune", help="Remove the documents whose files under the given folders are gone."
+    ),
+    doc_key: str = typer.Option(
+        "", "--id", help="The document's identity instead of its path (one file): a new version replaces it."
+    ),
+) -> None:
+    """Index files and build the structures the methods need (repairing missing files).
+
+    An edited file replaces its old version (a document is its path, or --id); exit codes:
+    0 done, 2 nothing done (error), 3 some files could not be read (docs/exit-codes.md).
+    """
+    from ..distributed import RayCluster
+
+    rag = None
+    cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None
+    try:
+        _llm_max_wait(llm_max_wait)
+        if not paths:
+            _build_methods(index_dir, no_wait, methods, settings, llm=llm, replace_methods=replace_methods)
+            return
+        rag = _open(
+            index_dir,
+            no_wait,
+            "index",
+            methods=_methods(methods),
+            replace_methods=replace_methods,
+            llm=llm,
+            embedder=embedder,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            embed_titles=embed_titles,
+            builders=_parse_settings(settings),
+            ann=ann,
+        )
+        with rag, _bars() as progress, cluster or contextlib.nullcontext():
+            report = rag.index(
+                paths, progress=progress, cluster=cluster, strict=strict, prune=prune, key=doc_key
+            )
+            _notes(rag)
+            summary = _report(report, rag)
+        _finish(report, summary)
+    except ParetoragError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
+
+
+def insert(
+    paths: list[Path] = typer.Argument(..., help="Files or directories to add."),
+    index_dir: Path = IndexOpt,
+    no_wait: bool = NoWaitOpt,
+    llm_max_wait: float | None = LLMMaxWaitOpt,
+) -> None:
+    """Add documents to an existing index (unchanged ones are skipped)."""
+    rag = None
+    try:
+        _llm_max_wait(llm_max_wait)
+        rag = _open(index_dir, no_wait, "insert", create=False)
+        with rag, _bars() as progress:
+            report = rag.insert(paths, progress=progress)
+            _notes(rag)
+            summary = _report(report, rag)
+        _finish(report, summary)
+    except ParetoragError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
+
+
+def delete(
+    doc_ids: list[str] = typer.Argument(
+        ...,
+        help="Document ids (list them with `paretorag inspect --index DIR --documents`), or the "
+        "--id or file path a document was indexed with.",
+    ),
+    index_dir: Path = IndexOpt,
+    no_wait: bool = NoWaitOpt,
+) -> None:
+    """Remove documents and everything derived only from them."""
+    rag = None
+    try:
+        rag = _open(index_dir, no_wait, "delete", create=False)
+        with rag, _bars() as progress:
+            removed = rag.delete(doc_ids, progress=progress)
+            _notes(rag)
+        out.print(f"deleted {len(removed)} document(s); {rag.manifest.counts.get('documents', 0)} remain")
+    except ParetoragError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir, "The delete is pending: it is finished by the next write. ")
+
+
+def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
+    """Rebuild missing or damaged files from SQLite, the embedding cache and the LLM cache."""
+    rag = None
+    try:
+        rag = _open(index_dir, no_wait, "repair", create=False)
+        with rag, _bars() as progress:
+            report = rag.repair(progress=progress)
+            for note in report.notes:
+                err.print(f"[yellow]note[/] {note}")
+        for problem in report.problems:
+            out.print(f"found: {problem}")
+        c = rag.manifest.counts
+        out.print(
+            ("repaired" if report.rebuilt else "nothing to repair")
+            + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
+        )
+    except ParetoragError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _interrupted(rag, index_dir)
