@@ -201,21 +201,33 @@ def test_serve_command_with_keys_never_logs_them(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, 90)
-        assert httpx.post(base + "/query", json={"question": "otters"}).status_code == 401
+        # a busy machine can take seconds to answer the first request: no 5 s default timeout
+        assert httpx.post(base + "/query", json={"question": "otters"}, timeout=60).status_code == 401
         assert (
             httpx.post(
-                base + "/query", json={"question": "otters"}, headers={"X-API-Key": "wrong-0123456789abcdef"}
+                base + "/query",
+                json={"question": "otters"},
+                headers={"X-API-Key": "wrong-0123456789abcdef"},
+                timeout=60,
             ).status_code
             == 401
         )
         r = httpx.post(
-            base + "/query", json={"question": "otters"}, headers={"Authorization": f"Bearer {key_ro}"}
+            base + "/query",
+            json={"question": "otters"},
+            headers={"Authorization": f"Bearer {key_ro}"},
+            timeout=60,
         )
         assert r.status_code == 200 and r.json()["contexts"]
-        r = httpx.post(base + "/documents", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_ro})
+        r = httpx.post(
+            base + "/documents", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_ro}, timeout=60
+        )
         assert r.status_code == 403
         r = httpx.post(
-            base + "/documents?wait=30", json={"title": "t", "text": "x y"}, headers={"X-API-Key": key_rw}
+            base + "/documents?wait=30",
+            json={"title": "t", "text": "x y"},
+            headers={"X-API-Key": key_rw},
+            timeout=60,
         )
         assert r.status_code == 200
     finally:

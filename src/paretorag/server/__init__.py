@@ -1,6 +1,7 @@
 """``paretorag serve``: the HTTP API and web page over one index (needs ``paretorag[serve]``).
 
-- :mod:`.app` the FastAPI routes, errors as JSON, body limits, the page at ``/``
+- :mod:`.app` assembles the FastAPI app from one router per resource (``routes_*``,
+  ``compat_*``, :mod:`.graph`, :mod:`.mcp`); errors as JSON, body limits, the page at ``/``
 - :mod:`.service` one reading RAG shared by the requests, the single writer, limits
 - :mod:`.jobs` writes as durable jobs with progress; :mod:`.writes` what each write does, and
   how a stored one is resumed; :mod:`.auth` API keys; :mod:`.metrics` Prometheus text

@@ -9,6 +9,10 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..types import Answer
 
 # seconds; queries on a warm index take milliseconds, answers with a remote LLM seconds
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -51,6 +55,13 @@ class Metrics:
             self.llm[(method, "calls")] += calls
             self.llm[(method, "prompt")] += prompt
             self.llm[(method, "completion")] += completion
+
+    def answered(self, ans: Answer) -> None:
+        """Count an answer: its method's latency, LLM calls and tokens."""
+        total = ans.usage.total
+        self.query(
+            ans.method, ans.timings["total"], total.calls, total.prompt_tokens, total.completion_tokens
+        )
 
     def job(self, kind: str, state: str) -> None:
         with self._lock:
