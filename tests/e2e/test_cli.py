@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from paretorag.cli import app
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 runner = CliRunner()
 

@@ -18,8 +18,8 @@ from paretorag.cli import app
 from paretorag.errors import LLMError
 from paretorag.providers.http import OpenAIClient
 
-from .llm_server import ok_body, scripted_server
-from .server_util import build_index, write_corpus
+from ..llm_server import ok_body, scripted_server
+from ..server_util import build_index, write_corpus
 
 runner = CliRunner()
 PAUSE_ENV = "PARETORAG_TEST_PAUSE_AT"  # paretorag.cancel.pause_point

@@ -20,7 +20,7 @@ from paretorag.errors import MissingStructureError
 from paretorag.methods.base import recommended_method
 from paretorag.rag import RAG
 
-from .server_util import build_index, live_server, write_corpus
+from ..server_util import build_index, live_server, write_corpus
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .server_util import write_corpus
+from ..server_util import write_corpus
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100"}
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from paretorag import RAG
 from paretorag.cli import app
 
-from .server_util import build_index, live_server, write_corpus
+from ..server_util import build_index, live_server, write_corpus
 
 runner = CliRunner()
 

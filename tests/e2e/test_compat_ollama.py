@@ -12,7 +12,7 @@ import pytest
 
 from paretorag.server import KeyRing, create_app
 
-from .server_util import build_index, live_server, write_corpus
+from ..server_util import build_index, live_server, write_corpus
 
 KEY = "rw-key-0123456789abcdef"
 OTTERS = [{"role": "user", "content": "What do otters eat?"}]

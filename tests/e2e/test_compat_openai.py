@@ -14,7 +14,7 @@ from paretorag.providers.base import Request
 from paretorag.server import KeyRing, create_app
 from paretorag.server.compat import condense_offline, names_in
 
-from .server_util import build_index, live_server, write_corpus
+from ..server_util import build_index, live_server, write_corpus
 
 RW = "rw-key-0123456789abcdef"
 RO = "ro-key-0123456789abcdef"

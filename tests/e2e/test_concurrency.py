@@ -19,7 +19,7 @@ from paretorag.lock import WriterLock
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # the helper scripts stay in tests/
 WRITER_CHILD = HERE / "writer_child.py"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 

@@ -14,7 +14,7 @@ from paretorag.cli import app
 from paretorag.config import KEYS, Config, select
 from paretorag.errors import ConfigError
 
-from .server_util import write_corpus
+from ..server_util import write_corpus
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ from paretorag import RAG
 from paretorag.errors import IndexFormatError
 from paretorag.providers.embedders import HashEmbedder
 
-CHILD = Path(__file__).with_name("crash_child.py")
+CHILD = Path(__file__).parents[1] / "crash_child.py"
 QUESTIONS = ["topic 3 river", "alpha gamma", "section 17 mountains"]
 
 

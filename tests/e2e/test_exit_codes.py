@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from paretorag import exitcodes
 from paretorag.cli import app
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 runner = CliRunner()
 GOOD = "Lisbon is the capital of Portugal and lies on the Tagus."

@@ -13,7 +13,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 from paretorag import RAG
 from paretorag.server import KeyRing, create_app
 
-from .server_util import build_index, live_server, write_corpus
+from ..server_util import build_index, live_server, write_corpus
 
 RO = "ro-graph-0123456789abcdef"
 
@@ -113,15 +113,15 @@ def test_the_page_serves_the_pinned_cytoscape_from_the_package(tmp_path):
     import hashlib
     import re
 
-    static = Path(__file__).parents[1] / "src" / "paretorag" / "server" / "static"
+    static = Path(__file__).parents[2] / "src" / "paretorag" / "server" / "static"
     note = (static / "vendor" / "cytoscape.VERSION").read_text(encoding="utf-8")
     version = re.search(r"^cytoscape (\S+) ", note, re.M)
     sha256 = re.search(r"sha256 ([0-9a-f]{64})", note)
     integrity = re.search(r"(sha512-\S+)", note)
     assert version and sha256 and integrity
-    script = (Path(__file__).parents[1] / "scripts" / "vendor_js.sh").read_text(encoding="utf-8")
+    script = (Path(__file__).parents[2] / "scripts" / "vendor_js.sh").read_text(encoding="utf-8")
     assert f"VERSION={version.group(1)}\n" in script and f"INTEGRITY={integrity.group(1)}\n" in script
-    docs = (Path(__file__).parents[1] / "docs" / "graph.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[2] / "docs" / "graph.md").read_text(encoding="utf-8")
     assert version.group(1) in docs and integrity.group(1) in docs
     assert "Copyright" in (static / "vendor" / "cytoscape.LICENSE").read_text(encoding="utf-8")
     for page in ("index.html", "app.js"):

@@ -18,7 +18,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from paretorag import RAG
 from paretorag.server import create_app
 
-from .server_util import live_server, write_corpus
+from ..server_util import live_server, write_corpus
 from .test_server_browser import _driver
 
 NODES = "return window.paretoragGraph ? window.paretoragGraph.nodes().length : -1"

@@ -18,7 +18,7 @@ from paretorag.cli import app as cli_app
 from paretorag.errors import ConfigError, MissingStructureError
 from paretorag.explore import entities, find_entity, open_graph, question_neighborhood, relations
 
-from .server_util import build_index, write_corpus
+from ..server_util import build_index, write_corpus
 
 
 @pytest.fixture(scope="module")

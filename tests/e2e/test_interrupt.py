@@ -16,7 +16,7 @@ from paretorag import RAG
 from paretorag.cli import app
 from paretorag.progress import RichProgress
 
-CHILD = Path(__file__).with_name("interrupt_child.py")
+CHILD = Path(__file__).parents[1] / "interrupt_child.py"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
 

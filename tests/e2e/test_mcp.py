@@ -23,9 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from paretorag import RAG
 from paretorag.server import KeyRing, create_app
 
-from .server_util import live_server, write_corpus
+from ..server_util import live_server, write_corpus
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 RO_KEY = "ro-key-0123456789abcdef"
 RW_KEY = "rw-key-0123456789abcdef"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def _recipe(makefile: str, target: str) -> str:
@@ -18,7 +18,7 @@ def test_make_test_leaves_llamacpp_out_and_pip_shows_progress():
     makefile = (ROOT / "Makefile").read_text()
     assert "llamacpp" not in _recipe(makefile, "$(DEVSTAMP)")
     assert "llamacpp" in _recipe(makefile, "$(LLAMASTAMP)")
-    assert "tests/test_llamacpp.py" in _recipe(makefile, "test-llamacpp")
+    assert "tests/integration/test_llamacpp.py" in _recipe(makefile, "test-llamacpp")
     pip_lines = [line for line in makefile.splitlines() if "pip install" in line or "$(PIP)" in line]
     assert pip_lines and not any(re.search(r"\s-q\b", line) for line in pip_lines)
     assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -20,10 +20,10 @@ from paretorag.errors import ConfigError, ProviderError
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.structures import load_structure
 
-from .conftest import DATA
+from ..conftest import DATA
 
 pytestmark = pytest.mark.slow
-CHILD = Path(__file__).with_name("ray_child.py")
+CHILD = Path(__file__).parents[1] / "ray_child.py"
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from paretorag.errors import ConfigError
 from paretorag.server import KeyRing, Limits, create_app
 from paretorag.server.auth import ENV_VAR
 
-from .llm_server import scripted_server
-from .server_util import build_index, sse_events, write_corpus
+from ..llm_server import scripted_server
+from ..server_util import build_index, sse_events, write_corpus
 
 RW = "rw-key-0123456789abcdef"
 RO = "ro-key-0123456789abcdef"

@@ -20,7 +20,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from paretorag.server import KeyRing, create_app  # noqa: E402
 
-from .server_util import build_index, live_server, write_corpus  # noqa: E402
+from ..server_util import build_index, live_server, write_corpus  # noqa: E402
 
 KEY = "rw-browser-0123456789abcdef"
 RO_KEY = "ro-browser-0123456789abcdef"

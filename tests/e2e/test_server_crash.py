@@ -30,7 +30,7 @@ from paretorag import RAG
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.server import create_app
 
-from .server_util import build_index, free_port, live_server, wait_healthy, write_corpus
+from ..server_util import build_index, free_port, live_server, wait_healthy, write_corpus
 
 PAUSE_ENV = "PARETORAG_TEST_PAUSE_AT"  # paretorag.cancel.pause_point
 POINTS = ["before-embedding", "mid-embedding", "before-commit"]

@@ -23,8 +23,8 @@ from paretorag.providers.http import OpenAIClient
 from paretorag.server import create_app
 from paretorag.server.jobs import Writer
 
-from .llm_server import ok_body, scripted_server
-from .server_util import build_index, sse_events, write_corpus
+from ..llm_server import ok_body, scripted_server
+from ..server_util import build_index, sse_events, write_corpus
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from paretorag import RAG, HashEmbedder
 from paretorag.ingest import make_document
 from paretorag.server import create_app
 
-from .server_util import build_index, free_port, live_server, wait_healthy, write_corpus
+from ..server_util import build_index, free_port, live_server, wait_healthy, write_corpus
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # the helper scripts stay in tests/
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 NEW = [
     (f"Pond {i}", f"Pond {i} holds newts number {i}, frogs and dragonfly larvae near lily {i}.")

@@ -12,7 +12,7 @@ from paretorag.ingest import read_paths
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.providers.llm import OpenAILLM
 
-from .llm_server import scripted_server
+from ..llm_server import scripted_server
 
 
 def _open(path):

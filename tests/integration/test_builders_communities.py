@@ -16,7 +16,7 @@ from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.structures import StructureData
 
-from .builders_util import CORPUS, Ctx, round_trip, table
+from ..builders_util import CORPUS, Ctx, round_trip, table
 
 MORE = [
     "Steven Spielberg directed Jaws in California. Spielberg met George Lucas in California.",

@@ -16,7 +16,7 @@ from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.structures import graph_from_structure
 
-from .builders_util import CORPUS, Ctx, round_trip, table
+from ..builders_util import CORPUS, Ctx, round_trip, table
 
 # -- LLM-free backend (spaCy) ----------------------------------------------------------
 

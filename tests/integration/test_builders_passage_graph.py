@@ -13,7 +13,7 @@ from paretorag.graphs.base import get_builder
 from paretorag.graphs.passages import TFIDF_SETTINGS, tfidf_matrix, tfidf_query
 from paretorag.structures import load_structure, save_structure
 
-from .builders_util import CORPUS, Ctx, round_trip, table
+from ..builders_util import CORPUS, Ctx, round_trip, table
 
 
 def test_nodes_are_passages_with_identity_node_chunks(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from paretorag.providers.base import Request
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM
 from paretorag.structures import graph_from_structure
 
-from .builders_util import Ctx, round_trip, table
+from ..builders_util import Ctx, round_trip, table
 
 TOPICS = {
     "sea": "The sea ship sailed across the ocean waves with sailors and fish.",

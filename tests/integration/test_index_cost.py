@@ -29,7 +29,7 @@ from paretorag.providers.embedders import HashEmbedder, TokenEmbeddings, pool_sp
 from paretorag.store import Store
 from paretorag.vectors import VectorIndex, build_faiss, resolve_ann
 
-from .builders_util import CORPUS, Ctx, table
+from ..builders_util import CORPUS, Ctx, table
 
 
 class CountingEmbedder(HashEmbedder):

@@ -25,7 +25,7 @@ from paretorag.operators.linear import (
 )
 from paretorag.structures import load_structure, save_structure
 
-from .builders_util import CORPUS, Ctx, table
+from ..builders_util import CORPUS, Ctx, table
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from paretorag.reader import FEATURES
 from paretorag.reader.ranker import load
 from paretorag.training.reader import TrainingData, choose_threshold, hop_questions, labels, train
 
-from .conftest import DATA
+from ..conftest import DATA
 
 
 def _data(n: int = 120, seed: int = 0) -> TrainingData:

@@ -203,7 +203,7 @@ def test_table3_is_printed_from_the_code_and_the_readme_matches_it():
     assert rows["lightrag-hybrid"]["relationship"] == "onehop + vdb"
     r = CliRunner().invoke(app, ["methods", "--table", "--markdown"])
     assert r.exit_code == 0 and r.stdout == table3_markdown()
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "methods.md").read_text(encoding="utf-8")
     assert table3_markdown() in doc, (
         "docs/methods.md's Table 3 is stale: paste `paretorag methods --table --markdown`"
     )

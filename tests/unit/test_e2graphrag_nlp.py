@@ -120,7 +120,7 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
     from paretorag.graphs.entities import EntityGraph, frequent_terms
     from paretorag.structures import graph_from_structure
 
-    from .builders_util import Ctx, table
+    from ..builders_util import Ctx, table
 
     class CachingCtx(Ctx):
         cache: ClassVar[dict[str, object]] = {}  # shared: the second build reads the first one's results

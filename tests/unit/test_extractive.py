@@ -15,7 +15,7 @@ from paretorag.providers.extractive import NO_ANSWER, ExtractiveLLM, candidates,
 from paretorag.textutil import reading_sentences
 from paretorag.types import Context, ContextItem
 
-from .conftest import write
+from ..conftest import write
 
 # the passage of "Lost in Translation" (QuALITY) whose old split answered `"You are\n to go to him. [4]`
 KORVIN = (

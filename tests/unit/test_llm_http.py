@@ -9,7 +9,7 @@ from paretorag.errors import LLMError, LLMResponseError, LLMTimeoutError
 from paretorag.providers.base import user_prompt
 from paretorag.providers.llm import OpenAILLM
 
-from .llm_server import ok_body, scripted_server
+from ..llm_server import ok_body, scripted_server
 
 
 def test_retries_429_500_and_garbage_then_succeeds():

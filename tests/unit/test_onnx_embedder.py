@@ -13,7 +13,7 @@ from paretorag.providers import onnx_embedder as ox
 from paretorag.providers.embedder_spec import make_embedder
 from paretorag.providers.embedders import SentenceTransformerEmbedder
 
-from .conftest import DATA
+from ..conftest import DATA
 
 
 def _corpus_texts(n: int) -> list[str]:
