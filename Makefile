@@ -71,7 +71,7 @@ test: lint typecheck browser
 	$(BIN)/python -m pytest -q tests
 
 test-llamacpp: $(LLAMASTAMP)
-	$(BIN)/python -m pytest -q -rs tests/test_llamacpp.py
+	$(BIN)/python -m pytest -q -rs tests/integration/test_llamacpp.py
 
 bench: setup
 	$(BIN)/python bench/bench_index_query.py

@@ -1,6 +1,6 @@
 """paretorag: cheap, good graph-based retrieval-augmented generation.
 
-The public API is this flat namespace (guarded by ``tests/test_public_api.py``).
+The public API is this flat namespace (guarded by ``tests/unit/test_public_api.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,173 @@
+"""The evaluation runner end to end: results.json, the Markdown table, the plots, index reuse."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from paretorag.eval.cli import eval_command, parse_ks
+from paretorag.eval.report import metric_label, pareto_front, quality_metric
+from paretorag.eval.results_doc import render
+from paretorag.eval.runner import run_eval
+
+DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+needs_data = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"benchmark data not found at {DATA} (set PARETORAG_DATA)"
+)
+
+
+def _check_outputs(out: Path) -> dict:
+    payload = json.loads((out / "results.json").read_text())
+    assert (out / "results.md").read_text().startswith("# ")
+    for png in ("pareto_latency.png", "pareto_index_tokens.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return payload
+
+
+@needs_data
+@pytest.mark.slow
+def test_vanilla_on_20_musique_questions_with_minilm(tmp_path: Path) -> None:
+    """The CI slice: 20 MuSiQue dev questions over their own 368 paragraphs, real MiniLM embedder."""
+    kwargs = dict(limit=20, corpus="own", out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
+    payload = run_eval(DATA, "musique_dev200", ["vanilla"], **kwargs)
+    saved = _check_outputs(tmp_path / "out")
+    assert saved["methods"] == payload["methods"]
+    m = payload["methods"]["vanilla"]
+    assert m["n_questions"] == 20 and m["n_with_gold"] == 20
+    r = m["metrics"]
+    # monotone in k, and the definitions nest: all <= fraction <= any
+    for a, b in [(1, 2), (2, 5), (5, 10)]:
+        assert r[f"recall@{a}"] <= r[f"recall@{b}"]
+        assert r[f"context_recall@{a}"] <= r[f"context_recall@{b}"]
+    for k in (1, 2, 5, 10):
+        assert r[f"recall_all@{k}"] <= r[f"recall@{k}"] <= r[f"recall_any@{k}"]
+    # dense MiniLM retrieval over 368 passages finds most gold paragraphs in the top 10
+    assert r["recall@10"] >= 0.6 and r["recall@5"] >= 0.4
+    assert 0.0 <= r["f1"] <= 1.0 and "em" in r and "rouge_l" in r
+    assert m["index_cost"]["llm_tokens"] == 0 and m["index_cost"]["seconds_per_stage"]["embed"] > 0
+    assert m["query_cost"]["llm_calls_per_query"] == 0.0  # the offline reader answers without an LLM
+    assert m["reader"] == "reader" and 0.0 <= r["guess_em"] <= r["em"] + 1.0
+    assert r["abstain_answerable"] is not None or r["abstain_unanswerable"] is not None
+    q0 = payload["questions"]["vanilla"][0]
+    assert len(q0["doc_ids"]) == 10 and q0["mode"] == "dense" and q0["retrieved"][0]["score"] > 0
+    # a re-run reuses the index and gives the same numbers
+    again = run_eval(DATA, "musique_dev200", ["vanilla"], **kwargs)
+    assert again["index"]["built_now"] is False
+    assert again["methods"]["vanilla"]["metrics"] == r
+    assert (
+        again["methods"]["vanilla"]["index_cost"]["seconds_per_stage"] == m["index_cost"]["seconds_per_stage"]
+    )
+
+
+@needs_data
+def test_two_methods_multiple_choice_hash_embedder(tmp_path: Path) -> None:
+    payload = run_eval(
+        DATA,
+        "quality",
+        ["vanilla", "zeroshot"],
+        limit=3,
+        ks=(2, 5),
+        corpus="own",
+        embedder="hash",
+        out_dir=tmp_path / "out",
+    )
+    _check_outputs(tmp_path / "out")
+    assert set(payload["methods"]) == {"vanilla", "zeroshot"}
+    v, z = payload["methods"]["vanilla"]["metrics"], payload["methods"]["zeroshot"]["metrics"]
+    assert "choice_accuracy" in v and "recall@2" not in v  # no gold passages in QuALITY
+    assert z["context_recall@5"] == 0.0  # zeroshot retrieves nothing
+    assert quality_metric(payload) == "choice_accuracy"
+    assert payload["dataset"]["n_passages"] == 1 and payload["dataset"]["multiple_choice"]
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "| `zeroshot` |" in md and "MC acc" in md
+    doc = render([payload], "python -m paretorag.eval.results_doc")
+    assert doc.startswith("# Results") and "## quality-own: vanilla, zeroshot" in doc
+    assert "(results/quality/pareto_latency.png)" in doc
+    assert "| quality-own | 3 | 1 | `zeroshot` |" in doc
+
+
+@needs_data
+def test_retrieval_only_and_cli(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("eval")(eval_command)
+    app.command("noop")(lambda: None)  # keep "eval" a sub-command
+    out = tmp_path / "cli"
+    args = f"eval --data {DATA} --subset popqa --methods vanilla --limit 5 --k 2,5 --corpus own"
+    args += f" --embedder hash --retrieval-only --out {out}"
+    result = CliRunner().invoke(app, args.split())
+    assert result.exit_code == 0, result.output
+    payload = _check_outputs(out)
+    m = payload["methods"]["vanilla"]
+    assert set(m["metrics"]) == {
+        f"{p}@{k}" for p in ("recall", "recall_all", "recall_any", "context_recall") for k in (2, 5)
+    }
+    assert m["query_cost"]["llm_calls_per_query"] == 0.0 and "generation" not in m["latency"]
+    assert (out / ".index-cache").is_dir()
+    assert "R@5" in result.output
+
+
+def test_parse_ks_and_labels() -> None:
+    assert parse_ks("5, 2,2") == [2, 5]
+    with pytest.raises(ValueError, match="--k"):
+        parse_ks("two")
+    with pytest.raises(ValueError, match="--k"):
+        parse_ks("0,5")
+    assert metric_label("recall_any@5") == "R-any@5" and metric_label("context_recall@2") == "CR@2"
+
+
+def test_pareto_front() -> None:
+    # (latency, quality): b dominates c; a is fastest; d is best
+    xs, ys = [1.0, 2.0, 3.0, 10.0], [0.3, 0.5, 0.4, 0.9]
+    assert pareto_front(xs, ys) == [0, 1, 3]
+    assert pareto_front([1.0, 1.0], [0.2, 0.6]) == [1]
+    assert pareto_front([], []) == []
+
+
+def test_cli_error_names_the_fix(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("eval")(eval_command)
+    app.command("noop")(lambda: None)
+    result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path), "--subset", "nope"])
+    assert result.exit_code == 2
+    assert "unknown subset 'nope'" in result.output
+
+
+@needs_data
+def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> None:
+    """An eval serves exactly the methods it runs: a later run does not build (or keep
+    updating) what an earlier one asked for, and a structure asked for again is reused."""
+    from paretorag.manifest import Manifest
+
+    kwargs = dict(
+        limit=3,
+        ks=(2,),
+        corpus="own",
+        embedder="hash",
+        retrieval_only=True,
+        plots=False,
+        out_dir=tmp_path / "out",
+        cache_dir=tmp_path / "cache",
+    )
+    first = run_eval(DATA, "musique_dev200", ["vanilla", "bm25"], **kwargs)
+    index_dir = Path(first["config"]["index_dir"])
+    bm25_dir = index_dir / "structures" / Manifest.load(index_dir).structures["bm25"]["dir"]
+    stamp = bm25_dir.stat().st_mtime_ns
+
+    run_eval(DATA, "musique_dev200", ["vanilla", "raptor"], **kwargs)  # builds and commits raptor_tree
+    m = Manifest.load(index_dir)
+    assert m.config.methods == ["vanilla", "raptor"]  # a change of the corpus would update these alone
+    assert "raptor_tree" in m.structures
+    assert bm25_dir.is_dir() and m.structures["bm25"]["dir"] == bm25_dir.name  # kept: same chunks
+
+    again = run_eval(DATA, "musique_dev200", ["bm25"], **kwargs)
+    m = Manifest.load(index_dir)
+    assert (
+        m.config.methods == ["bm25"] and (index_dir / "structures" / m.structures["bm25"]["dir"]) == bm25_dir
+    )
+    assert bm25_dir.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]
