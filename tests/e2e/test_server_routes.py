@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from paretorag.server import create_app
 
-from .server_util import build_index, write_corpus
+from ..server_util import build_index, write_corpus
 
 # (verb, path) -> operationId, as GET /openapi.json describes them
 ROUTES = {
