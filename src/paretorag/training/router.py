@@ -19,7 +19,7 @@ Steps (:func:`train_router`):
 4. **Select features** by mutual information with ``y`` (on quantile-discretized
    features, :func:`select_features`), keep the top ``n_features`` (85, §3.2.5), and
    z-score them with the training mean and standard deviation.
-5. **Fit the adapter** (:func:`paretorag.router.adapter.fit`), early stopping on the
+5. **Fit the adapter** (:func:`paretorag.training.router_fit.fit`), early stopping on the
    validation disagreement cases.
 6. **Tune tau_low <= tau_high** on the validation split, *all* of its questions, for
    the composite ``J = mean quality - latency_weight * mean latency / graph latency``
@@ -47,10 +47,10 @@ import numpy as np
 from ..errors import ConfigError
 from ..eval import metrics as M
 from ..kernels.rank import RRF_K, rrf
+from ..router.features import FEATURE_NAMES, Featurizer
+from ..router.model import Router, route_for
 from ..types import Scored
-from .adapter import FitSettings, fit
-from .features import FEATURE_NAMES, Featurizer
-from .model import Router, route_for
+from .router_fit import FitSettings, fit
 
 ROUTER_VERSION = 2  # 2: trained against entity-walk
 _SLICE = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<start>\d*):(?P<stop>\d*)\])?$")
