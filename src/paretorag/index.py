@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING
 
 from .cancel import CancellableLLM, pause_point
 from .graphs.base import Builder
-from .indexing.build import IndexBuildContext, build_structures, chunk_and_store, chunk_and_store_on
+from .indexing.build import (
+    ContextFactory,
+    IndexBuildContext,
+    build_structures,
+    chunk_and_store,
+    chunk_and_store_on,
+)
 from .indexing.commit import commit_manifest, write_vectors
 from .indexing.embed_cache import CachedEmbedder, Labelled
 from .indexing.plan import pooled_spans, structure_plan, vector_stem
@@ -189,9 +195,7 @@ class IndexWriter:
             timings=self.timings,
         )
 
-    def _builder_context(
-        self, chunks: ChunkTable
-    ) -> Callable[[Builder, dict[str, StructureData]], IndexBuildContext]:
+    def _builder_context(self, chunks: ChunkTable) -> ContextFactory:
         def context(builder: Builder, built: dict[str, StructureData]) -> IndexBuildContext:
             return self.build_context(chunks, built, f"embedding for {builder.name}")  # one bar label each
 
