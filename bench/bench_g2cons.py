@@ -61,7 +61,7 @@ class _Ctx:
 def build_once(size: int, embedder_spec: str, workdir: Path, trace_memory: bool = False) -> dict[str, Any]:
     """Build the concept graph for one corpus size (run in a child process)."""
     from paretorag.graphs.concepts import ConceptGraph
-    from paretorag.index import CachedEmbedder
+    from paretorag.indexing.embed_cache import CachedEmbedder
     from paretorag.providers.embedder_spec import make_embedder
     from paretorag.store import ChunkTable, Store
     from paretorag.types import Chunk

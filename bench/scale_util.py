@@ -152,7 +152,6 @@ def child(spec: dict[str, Any]) -> None:
     from paretorag import RAG
     from paretorag.distributed import RayCluster
     from paretorag.graphs.base import get_builder
-    from paretorag.index import _BuildContext
 
     cluster = RayCluster(num_cpus=int(spec["ray"])) if spec.get("ray") else None
     t0 = time.perf_counter()
@@ -178,7 +177,7 @@ def child(spec: dict[str, Any]) -> None:
             chunks = rag.store.chunk_table()
             builder = get_builder(spec["structure"], **spec.get("settings", {}))
             t1 = time.perf_counter()
-            data = builder.build(_BuildContext(writer, chunks, {}))
+            data = builder.build(writer.build_context(chunks, {}))
             result.update(
                 build_s=round(time.perf_counter() - t1, 2),
                 chunks=len(chunks),

@@ -12,7 +12,7 @@ from pathlib import Path
 from crash_child import AnnouncingProgress
 from paretorag import RAG
 from paretorag.distributed import RayCluster
-from paretorag.index import CachedEmbedder
+from paretorag.indexing.embed_cache import CachedEmbedder
 
 
 def main() -> None:

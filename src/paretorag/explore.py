@@ -25,7 +25,7 @@ from .errors import ConfigError, MissingStructureError
 
 if TYPE_CHECKING:
     from .graph import Graph
-    from .index import LoadedIndex
+    from .indexing.loaded import LoadedIndex
     from .rag import RAG
 
 # the graph shown when none is named: the recommended method's entity graph first
@@ -96,7 +96,7 @@ class GraphRef:
 def builds_hint(structure: str, index: object) -> str:
     """The command that builds ``structure`` (through a method that reads it)."""
     from . import catalog
-    from .index import required_structures
+    from .indexing.plan import required_structures
 
     rows = catalog.methods()
     needing = [r["name"] for r in rows if structure in required_structures([r["name"]])]

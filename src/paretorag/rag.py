@@ -26,7 +26,7 @@ from .errors import (
     IndexFormatError,
     QuestionError,
 )
-from .index import CachedEmbedder
+from .indexing.embed_cache import CachedEmbedder
 from .jobtable import pending_work
 from .manifest import FILENAME, IndexConfig, Manifest
 from .mapreduce import BATCH_TOKENS, map_reduce

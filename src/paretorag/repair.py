@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import DamagedIndexError, IndexFormatError
-from .index import CONFIG_KEY, vector_files
+from .indexing.commit import CONFIG_KEY
+from .indexing.plan import vector_files
 from .manifest import BACKUP, FILENAME, IndexConfig, Manifest
 from .store import Store
 from .structures import has_structure

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, DamagedIndexError, IndexFormatError, InputError, ParetoragError
-from .index import CachedEmbedder, IndexWriter, LoadedIndex, structure_plan, vector_stem
+from .index import IndexWriter
+from .indexing.embed_cache import CachedEmbedder
+from .indexing.loaded import LoadedIndex
+from .indexing.plan import structure_plan, vector_stem
 from .ingest import Problem, read_paths
 from .jobtable import ORIGINS_KEY, JobTable, clear_origins, committed_doc_ids, describe_origins, note_origin
 from .lock import ReaderLease, WriterLock

@@ -23,7 +23,7 @@ from paretorag import RAG
 from paretorag.cli import app
 from paretorag.errors import ConfigError
 from paretorag.graphs.concepts import ConceptGraph, chunk_documents, sentence_char_spans
-from paretorag.index import CachedEmbedder
+from paretorag.indexing.embed_cache import CachedEmbedder
 from paretorag.providers import nlp_kg
 from paretorag.providers.embedders import HashEmbedder, TokenEmbeddings, pool_spans
 from paretorag.store import Store

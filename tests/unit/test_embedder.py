@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paretorag.index import CachedEmbedder
+from paretorag.indexing.embed_cache import CachedEmbedder
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.store import Store
 

@@ -9,7 +9,7 @@ from paretorag.errors import ConfigError
 from paretorag.operators import get_operator
 from paretorag.query import State
 from paretorag.router.model import route_for
-from paretorag.router.train import Case, SubsetSpec, TrainSettings, fused_docs, tune_thresholds
+from paretorag.training.router import Case, SubsetSpec, TrainSettings, fused_docs, tune_thresholds
 from paretorag.types import Scored
 
 
@@ -103,7 +103,7 @@ def test_subset_slices() -> None:
 
 
 def test_mutual_information_picks_the_informative_features() -> None:
-    from paretorag.router.train import discretize, select_features
+    from paretorag.training.router import discretize, select_features
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 6))

@@ -94,7 +94,7 @@ _register_eval()
 
 
 def _register_train_router() -> None:
-    from ..router.cli import train_router_command
+    from ..training.cli import train_router_command
 
     app.command("train-router", help="Train EA-GraphRAG's router from eval disagreement cases.")(
         train_router_command

@@ -2,7 +2,7 @@
 
 Indexing cost is read from the index (``RAG.stats()``): the shared stages
 (``ingest``, ``embed``, ``vectors``) plus, per method, the structures it requires
-(``paretorag.index.required_structures``) with their build seconds and the
+(``paretorag.indexing.plan.required_structures``) with their build seconds and the
 ``index.*`` LLM stages they ran. The shared stages are recorded in a ledger
 (``<index>.cost.json`` beside the index) the first time the index is built, because
 a later commit that only adds a structure re-times them from caches.
@@ -57,7 +57,7 @@ def method_index_cost(method: str, stats: dict[str, Any], base: dict[str, float]
     structure.
     """
     from ..graphs.base import builder_class
-    from ..index import required_structures
+    from ..indexing.plan import required_structures
 
     built = dict(stats.get("structures", {}))
     mine = required_structures([method])

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class BuildContext(Protocol):
-    """What a builder may use. Provided by :class:`paretorag.index.Indexer`."""
+    """What a builder may use. Provided by :class:`paretorag.indexing.build.IndexBuildContext`."""
 
     @property
     def chunks(self) -> ChunkTable: ...

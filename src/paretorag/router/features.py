@@ -3,7 +3,7 @@
 EA-GraphRAG's featurizer phi(q) parses the question and assembles structural, dependency,
 semantic, lexical, tree and interaction features (§3.2.1-§3.2.4, d' > 80 raw features)
 from which mutual information keeps the most discriminative (§3.2.5; done at training
-time, :mod:`paretorag.router.train`). Everything here comes from **one spaCy parse**
+time, :mod:`paretorag.training.router`). Everything here comes from **one spaCy parse**
 (``en_core_web_sm``: tagger, dependency parser, NER; no lemmatizer or attribute ruler,
 so parts of speech are read from the fine-grained Penn tags).
 

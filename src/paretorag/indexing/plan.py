@@ -1,0 +1,112 @@
+"""Planning a commit: which structures the configured methods need, where each one's
+files go for this chunk set, and what the chunk-vector pass must pool for them.
+
+A name covers everything its content depends on (the chunk set's fingerprint, the
+settings, the builder's version and its inputs), so a file that exists is finished:
+an interrupted run is resumed by building only the names not on disk yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..graphs.base import Builder, builder_class, get_builder
+from ..manifest import IndexConfig
+from ..methods.base import available_methods, get_method
+from ..store import ChunkTable
+from ..structures import has_structure, structure_dirname
+
+
+def vector_stem(fingerprint: str, titles: bool, ann: str = "exact") -> str:
+    """The name of the chunk-vector files for a chunk set, embedding setting and faiss kind.
+
+    Text-only vectors keep the plain name older indexes used, so an index built before
+    titles were embedded re-embeds under the default setting instead of passing as titled;
+    an approximate faiss index (``ann`` ``hnsw`` or ``ivf``) adds its kind.
+    """
+    return (
+        f"chunks-{fingerprint[:16]}" + ("-titled" if titles else "") + ("" if ann == "exact" else f"-{ann}")
+    )
+
+
+def vector_files(stem: str) -> tuple[str, str, str]:
+    """The three files of a committed chunk-vector set, under ``vectors/``."""
+    return f"{stem}.npy", f"{stem}.faiss", f"{stem}.ids.txt"
+
+
+def required_structures(methods: Sequence[str]) -> list[str]:
+    """Structures needed by the methods, dependencies first (``vectors`` excluded: always built)."""
+    order: list[str] = []
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        if name == "vectors" or name in order:
+            return
+        if name in trail:
+            raise ConfigError(f"structure dependency cycle: {' -> '.join((*trail, name))}")
+        for dep in builder_class(name).requires:
+            visit(dep, (*trail, name))
+        order.append(name)
+
+    known = set(available_methods())
+    for m in methods:
+        if m not in known:
+            raise ConfigError(
+                f"the index is configured for method {m!r}, which this version of paretorag does not "
+                "have; re-open it with the methods to keep and --replace-methods "
+                "(RAG.open(..., methods=[...], replace_methods=True))"
+            )
+        for s in get_method(m).requires:
+            visit(s, ())
+    return order
+
+
+def method_needing(structure: str, configured: Sequence[str] = ()) -> str:
+    """A method whose ``index --methods`` builds ``structure``: the one named after it, else
+    one the index is configured for, else the recommended one, else the one needing least."""
+    from ..methods.base import METHODS, recommended_method
+
+    names = [n for n in available_methods() if not METHODS[n].preset]
+    needing = [n for n in names if structure in required_structures([n])]
+    if not needing:
+        return "<a method that needs it>"
+    preferred = [structure, *configured, recommended_method()]
+    return next(
+        (n for n in preferred if n in needing),
+        min(needing, key=lambda n: (len(required_structures([n])), n)),
+    )
+
+
+def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Builder], dict[str, str]]:
+    """Builders of the structures the configured methods need (dependencies first) and
+    the directory each output must have for this chunk set and these settings."""
+    builders: dict[str, Builder] = {}
+    dirnames: dict[str, str] = {}
+    for name in required_structures(config.methods):
+        b = builders[name] = get_builder(name, **config.builders.get(name, {}))
+        settings = {"params": b.identity(), "inputs": [dirnames[d] for d in b.requires]}
+        dirnames[name] = structure_dirname(name, fingerprint, settings, b.version)
+    return builders, dirnames
+
+
+def pooled_spans(
+    plan: tuple[dict[str, Builder], dict[str, str]],
+    sdir: Path,
+    chunks: ChunkTable,
+    texts: list[str],
+    pools_tokens: bool,
+) -> list[list[tuple[int, int]]] | None:
+    """Character spans of each chunk text that the builders still to run want pooled from
+    the chunk's own pass (e.g. the concept graph's sentences), or None when none does
+    or the embedder gives no token embeddings (``pools_tokens``)."""
+    builders, dirnames = plan
+    wanted = [
+        s
+        for name, b in builders.items()
+        if not has_structure(sdir, dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
+    ]
+    # on a Ray cluster the same pass runs as the cluster's tasks (embed_spans_task)
+    if not wanted or not pools_tokens:
+        return None
+    return [sorted(set().union(*(w[i] for w in wanted))) for i in range(len(texts))]
