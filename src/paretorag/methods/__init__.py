@@ -28,9 +28,16 @@ def _modules() -> list[str]:
     return sorted(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.name not in _FRAMEWORK)
 
 
+_LOADED: list[str] = []  # the modules imported, once (every get_method asks)
+
+
 def _load_all() -> None:
-    for mod in _modules():
+    if _LOADED:
+        return
+    mods = _modules()
+    for mod in mods:
         importlib.import_module(mod)
+    _LOADED.extend(mods)
 
 
 __all__ = [
