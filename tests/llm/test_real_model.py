@@ -265,8 +265,10 @@ def test_index_inspect_and_query_a_kg_method_and_vanilla(llama_server, tmp_path)
         t0 = time.perf_counter()
         done = _cli(llama_server, "query", question, "--index", str(ix), "--method", method, "--json")
         ans = json.loads(done.stdout)
-        assert ans["method"] == method and ans["text"].strip() and ans["contexts"]
-        assert ans["answered_by"] == "llm", ans["answered_by"]
+        assert ans["method"] == method and ans["text"].strip()
+        # vanilla always finds passages; the KG method finds those its entities lead to
+        assert ans["contexts"] or method != "vanilla"
+        assert ans["answered_by"] == f"openai:{MODEL}", ans["answered_by"]
         u = ans["usage"]
         # vanilla: the answer; lightrag-local: the question's keywords, then the answer
         assert u["llm_calls"] >= (2 if method.startswith("lightrag") else 1), u
@@ -278,6 +280,7 @@ def test_index_inspect_and_query_a_kg_method_and_vanilla(llama_server, tmp_path)
                 "llm_calls": u["llm_calls"],
                 "prompt_tokens": u["prompt_tokens"],
                 "completion_tokens": u["completion_tokens"],
+                "contexts": len(ans["contexts"]),
                 "answer": ans["text"][:300],
             }
         )
