@@ -344,7 +344,10 @@ def test_eval_a_kg_method_and_vanilla(llama_server):
             "llm_calls": cost["llm_calls_per_query"],
             "prompt_tokens": cost["prompt_tokens_per_query"],
             "completion_tokens": cost["completion_tokens_per_query"],
-            "s_per_question": round(r["latency"]["total"]["mean_ms"] / 1000.0, 2),
+            # retrieval (LightRAG's keywords call) and the answer: eval times them apart
+            "s_per_question": round(
+                (r["latency"]["retrieval"]["mean_ms"] + r["latency"]["total"]["mean_ms"]) / 1000.0, 2
+            ),
             # the answer cache answers a prompt seen before (hipporag2 without facts = vanilla's)
             "cached": round(sum(st.get("cached", 0) for st in cost["stages"].values()) / LIMIT, 3),
             "modes": r["modes"],
