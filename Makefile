@@ -76,7 +76,7 @@ lint: setup-dev
 # the core packages (types, operators, kernels, graphs, methods) under --strict, the rest as configured
 typecheck: setup-dev
 	$(BIN)/mypy
-	$(BIN)/mypy --strict src/paretorag/types.py src/paretorag/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/methods
+	$(BIN)/mypy --strict --follow-imports=silent src/paretorag/types.py src/paretorag/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/methods
 
 test: lint typecheck browser
 	$(BIN)/python -m pytest -q tests

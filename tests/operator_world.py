@@ -28,6 +28,7 @@ from paretorag.kernels.tfidf import fit_tfidf
 from paretorag.providers.base import Request
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM
+from paretorag.providers.question_nlp import QuestionNLP
 from paretorag.providers.wrappers import CountingLLM
 from paretorag.query import QueryOptions, State
 from paretorag.store import ChunkTable
@@ -205,6 +206,7 @@ class StubIndex:
     """An :class:`~paretorag.query.IndexView` over the hand-made world (no files)."""
 
     def __init__(self, llm: Any = None, *, missing: tuple[str, ...] = ()) -> None:
+        self.nlp = QuestionNLP()  # spaCy's readings of a question, as a loaded index gives them
         chunks = [
             Chunk(f"c{i}", f"d{i}", 0, 0, len(t), t, len(t.split()), f"doc {i}") for i, t in enumerate(TEXTS)
         ]

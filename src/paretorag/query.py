@@ -19,6 +19,7 @@ from .types import Budget, ContextItem, FloatArray, Scored, Usage
 
 if TYPE_CHECKING:
     from .providers.base import LLM
+    from .providers.question_nlp import QuestionNLP
     from .store import ChunkTable
     from .structures import StructureData
 
@@ -27,6 +28,7 @@ class IndexView(Protocol):
     """The read side of a loaded index, as methods and operators see it."""
 
     chunks: ChunkTable
+    nlp: QuestionNLP  # spaCy's readings of a question: operators reach spaCy only through it
 
     def embed_query(self, text: str) -> FloatArray:
         """Normalized query vector (1-d)."""

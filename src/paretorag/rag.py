@@ -7,6 +7,9 @@ Example
 >>> rag.index(["docs/", "notes.md"])                 # doctest: +SKIP
 >>> ans = rag.query("What is X?", method="vanilla")  # doctest: +SKIP
 >>> ans.text, ans.citations, ans.contexts, ans.usage, ans.timings  # doctest: +SKIP
+
+One module (over 400 lines) because it is the public facade: each method is a few lines
+handing over to the session, the writer, the view and the reader, and users read it whole.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ to share (see :mod:`paretorag.lock`): every write takes the writer lock and re-r
 the manifest before it writes; a failed or interrupted write leaves the last commit;
 pending deletes and missing files are completed by the next writer; reads follow the
 latest commit and hold a lease on the files they loaded.
+
+One module (over 400 lines) because the writer lock, the leases and the manifest it
+follows are one protocol: every write and every read goes through the same few locks.
 """
 
 from __future__ import annotations

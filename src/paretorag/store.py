@@ -2,6 +2,9 @@
 
 Vectors live beside it as ``.npy`` plus a faiss index (:mod:`paretorag.vectors`);
 built structures as ``structures/<name>/`` (:mod:`paretorag.structures`).
+
+One module (over 400 lines) because every table shares one SQLite connection, its lock
+and its error translation; each method is one statement or transaction.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from paretorag.operators.e2graphrag import E2State
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import FakeLLM
+from paretorag.providers.question_nlp import QuestionNLP
 from paretorag.store import ChunkTable
 from paretorag.structures import graph_to_structure
 from paretorag.types import Budget, Chunk, ContextItem, FloatArray, Scored
@@ -88,6 +89,7 @@ class FakeIndex:
     """An IndexView over hand-built structures (exact dense search with HashEmbedder)."""
 
     def __init__(self) -> None:
+        self.nlp = QuestionNLP()  # spaCy's readings of a question, as a loaded index gives them
         per = mentions()
         self.chunks = chunk_table(per)
         self._emb = HashEmbedder(32)

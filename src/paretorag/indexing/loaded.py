@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import DamagedIndexError, MissingStructureError
 from ..manifest import Manifest
 from ..providers.base import LLM, Embedder, Tokenizer
+from ..providers.question_nlp import QuestionNLP
 from ..store import ChunkTable, Store
 from ..structures import StructureData, load_structure
 from ..types import ContextItem, FloatArray, Scored
@@ -46,6 +47,7 @@ class LoadedIndex:
                 ) from exc
         self.chunks = store.chunk_table(ids) if ids else ChunkTable.from_chunks([])
         self.vectors = VectorIndex.load(vdir, manifest.vectors) if ids else None
+        self.nlp = QuestionNLP()
         if self.vectors is not None and len(self.vectors) != len(ids):
             raise DamagedIndexError(
                 f"{vdir / manifest.vectors}.npy has {len(self.vectors)} rows for {len(ids)} chunk ids; "

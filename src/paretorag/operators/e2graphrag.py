@@ -39,12 +39,12 @@ from ..graph import Graph
 from ..graphs.tree import TreeArrays
 from ..kernels import hop_distances
 from ..params import check_nonneg_int
-from ..providers.nlp import EntityExtractor
 from ..structures import graph_from_structure
 from ..types import FloatArray, IntArray, Scored
 from .base import Operator, check_positive_int, register_operator
 
 if TYPE_CHECKING:
+    from ..providers.nlp import EntityExtractor
     from ..query import IndexView, State
 
 PAPER = "E2GraphRAG §3.2, Algorithm 1 (App. A)"
@@ -199,7 +199,7 @@ def load_state(index: IndexView) -> E2State:
         graph = graph_from_structure(gdata)
         tree = TreeArrays.from_structure(tdata)
         meta = gdata.meta
-        extractor = EntityExtractor(
+        extractor = index.nlp.extractor(
             labels=tuple(meta["labels"]),
             split_names=bool(meta["split_names"]),
             sentences=meta["sentences"],

