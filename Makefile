@@ -78,8 +78,9 @@ typecheck: setup-dev
 	$(BIN)/mypy
 	$(BIN)/mypy --strict --follow-imports=silent src/paretorag/types.py src/paretorag/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/methods
 
+# the whole suite, with the coverage of src/ (CLI and worker child processes included); under 85% fails
 test: lint typecheck browser
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests --cov --cov-report=term --cov-fail-under=85
 
 test-llamacpp: $(LLAMASTAMP)
 	$(BIN)/python -m pytest -q -rs tests/integration/test_llamacpp.py
