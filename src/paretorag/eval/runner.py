@@ -82,8 +82,10 @@ def _score_question(
     retrieval_only: bool,
     answer_k: int | None,
     reader: str | None = None,
+    judge: Any = None,
 ) -> QuestionResult:
-    """Retrieve (and answer) one question and compute its metrics."""
+    """Retrieve (and answer) one question and compute its metrics (``judge``: an LLM that
+    also scores the answer against the reference, ``judge_acc``)."""
     depth = max(ks)
     prompt = q.prompt()
     t0 = time.perf_counter()
@@ -115,6 +117,10 @@ def _score_question(
             scores[f"recall_all@{k}"] = r["all"]
             scores[f"recall_any@{k}"] = r["any"]
         scores[f"context_recall@{k}"] = M.context_recall([it.text for it in items[:k]], q.answers)
+        if q.meta.get("evidence_texts"):
+            scores[f"evidence_recall@{k}"] = M.evidence_recall(
+                [it.text for it in items[:k]], q.meta["evidence_texts"]
+            )
     if not retrieval_only:
         answer = rag.query(prompt, method=method, k=answer_k, reader=reader)
         # only the answer's own LLM call: its retrieval's calls are counted above
@@ -127,6 +133,10 @@ def _score_question(
         scores["f1"] = M.token_f1(predicted, q.answers)
         scores["contain"] = M.contain_match(predicted, q.answers)
         scores["rouge_l"] = M.rouge_l(predicted, q.answers)
+        if judge is not None and q.answers:
+            from .judge import judge_correct
+
+            scores["judge_acc"] = judge_correct(judge, q.text, q.answers[0], predicted)
         guessed = guess(q.text)
         scores["guess_em"] = M.exact_match(guessed, q.answers)
         scores["guess_f1"] = M.token_f1(guessed, q.answers)
@@ -140,6 +150,7 @@ def _score_question(
         if q.options and q.gold_option is not None:
             scores["choice_accuracy"] = M.choice_accuracy(answer.text, q.options, q.gold_option)
     rec["usage"] = usage.to_json()
+    rec["seconds"] = round(time.perf_counter() - t0, 4)  # retrieval for the metrics + the answer
     return QuestionResult(rec, retrieval_s, usage)
 
 
@@ -176,6 +187,7 @@ def _summarize(
         key = r.record["mode"] + (f"/{r.record['branch']}" if r.record["branch"] else "")
         modes[key] = modes.get(key, 0) + 1
     by_type: dict[str, dict[str, Any]] = {}
+    cost = _per_query_cost(results)
     types = {q.qid: str(q.meta.get("type") or "") for q in ds.questions}
     for kind in sorted({types.get(r.record["qid"], "") for r in results} - {""}):
         group = [r for r in results if types.get(r.record["qid"]) == kind]
@@ -189,6 +201,7 @@ def _summarize(
                 )
                 for n in names
             },
+            "cost": _per_query_cost(group),
         }
     return {
         "n_questions": len(results),
@@ -201,11 +214,30 @@ def _summarize(
             "llm_calls_per_query": round(total.calls / n, 3),
             "prompt_tokens_per_query": round(total.prompt_tokens / n, 1),
             "completion_tokens_per_query": round(total.completion_tokens / n, 1),
+            "seconds_per_query": cost["seconds_per_query"],
             "stages": query_usage.to_json(),
         },
         "uses_llm": bool(getattr(method, "uses_llm", False)),
         "paper": str(getattr(method, "paper", "")),
         "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def _per_query_cost(results: Sequence[QuestionResult]) -> dict[str, float]:
+    """Mean seconds (retrieval + answer), LLM calls and tokens per question, and retrieval p50."""
+    n = max(len(results), 1)
+    total = Usage()
+    for r in results:
+        total.merge(r.usage)
+    t = total.total
+    return {
+        "seconds_per_query": round(
+            sum(float(r.record.get("seconds", r.retrieval_s)) for r in results) / n, 4
+        ),
+        "retrieval_p50_ms": M.latency_summary([r.retrieval_s for r in results])["p50_ms"],
+        "llm_calls_per_query": round(t.calls / n, 3),
+        "prompt_tokens_per_query": round(t.prompt_tokens / n, 1),
+        "completion_tokens_per_query": round(t.completion_tokens / n, 1),
     }
 
 
@@ -230,6 +262,7 @@ def run_eval(
     progress: Progress | None = None,
     plots: bool = True,
     readers: Sequence[str | None] = (None,),
+    judge: str | Any | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``methods`` on one subset and write the results.
 
@@ -276,6 +309,10 @@ def run_eval(
         Who answers (``reader``, ``extractive``, ``llm``; None: the default for ``llm``).
         With more than one, each method has a row per reader, ``"METHOD (READER)"``, on
         the same index and retrieval.
+    judge : str or LLM, optional
+        An LLM spec (or object) that also judges each answer against the reference answer
+        (``judge_acc``, GraphRAG-Bench's answer accuracy); its cost is ``judge_cost``, apart
+        from the methods' own.
 
     Returns
     -------
@@ -313,6 +350,14 @@ def run_eval(
         index_wall = time.perf_counter() - t0
         stats = _jsonable(rag.stats())
         base = base_ledger(index_dir, stats, built_now=fresh)
+        judge_usage = Usage()
+        judge_llm = None
+        if judge is not None and not retrieval_only:
+            from ..providers.llm import make_llm
+
+            judge_llm = rag._llm_for(
+                judge_usage, "judge", make_llm(judge) if isinstance(judge, str) else judge
+            )
         load = getattr(rag.embedder, "load", None)
         if callable(load):
             load()  # models load lazily: not inside the first question's latency
@@ -324,7 +369,9 @@ def run_eval(
             results: list[QuestionResult] = []
             with progress.task(f"{ds.name} · {row}", total=len(ds.questions)) as bar:
                 for q in ds.questions:
-                    results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k, reader))
+                    results.append(
+                        _score_question(rag, method, q, ks, retrieval_only, answer_k, reader, judge_llm)
+                    )
                     bar.advance()
             summary = _summarize(results, ds, retrieval_only, get_method(method))
             summary["index_cost"] = method_index_cost(method, stats, base)
@@ -355,6 +402,9 @@ def run_eval(
             "retrieval_only": retrieval_only,
             "readers": [r or "default" for r in readers],
             "answer_k": answer_k,
+            "judge": None
+            if judge is None
+            else (judge if isinstance(judge, str) else getattr(judge, "name", "llm")),
             "limit": limit,
             "seed": seed,
             "index_dir": str(index_dir),
@@ -368,6 +418,14 @@ def run_eval(
         "methods": per_method,
         "questions": questions,
     }
+    if judge_llm is not None:
+        jt = judge_usage.total
+        payload["judge_cost"] = {
+            "calls": jt.calls,
+            "prompt_tokens": jt.prompt_tokens,
+            "completion_tokens": jt.completion_tokens,
+            "seconds": round(jt.seconds, 3),
+        }
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(
         json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
