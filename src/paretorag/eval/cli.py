@@ -43,6 +43,11 @@ def eval_command(
     limit: int | None = typer.Option(
         None, "--limit", help="Evaluate the first N questions (corpus stays whole)."
     ),
+    limit_per_type: int | None = typer.Option(
+        None,
+        "--limit-per-type",
+        help="Evaluate the first N questions of each question type (GraphRAG-Bench lists them type by type).",
+    ),
     k: str = typer.Option("1,2,5,10", "--k", help="Recall cut-offs; retrieval depth is the largest."),
     llm: str = typer.Option("extractive", "--llm", help="LLM spec for indexing and answers."),
     retrieval_only: bool = typer.Option(False, "--retrieval-only", help="Skip answer generation."),
@@ -156,6 +161,7 @@ def eval_command(
             readers,
             shuffle_corpus,
             judge,
+            limit_per_type,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -184,6 +190,7 @@ def _run(
     readers: str | None = None,
     shuffle_corpus: int | None = None,
     judge: str | None = None,
+    limit_per_type: int | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -228,6 +235,7 @@ def _run(
                 plots=plots,
                 readers=who,
                 judge=judge,
+                limit_per_type=limit_per_type,
             )
         console.print(
             f"\n[bold]{escape(str(payload['dataset']['name']))}[/bold] -> {escape(str(target))}/results.md"

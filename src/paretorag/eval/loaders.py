@@ -385,6 +385,7 @@ def load_dataset(
     limit: int | None = None,
     corpus: str = "full",
     shuffle_corpus: int | None = None,
+    limit_per_type: int | None = None,
 ) -> Dataset:
     """Load one subset into the common schema.
 
@@ -402,6 +403,8 @@ def load_dataset(
         passages shipped with the kept questions (fast smoke tests).
     shuffle_corpus : int, optional
         Shuffle the corpus with this seed before indexing (:meth:`Dataset.shuffled`).
+    limit_per_type : int, optional
+        Keep the first ``limit_per_type`` questions of each question type (before ``limit``).
 
     Returns
     -------
@@ -421,7 +424,7 @@ def load_dataset(
         ds = SUBSETS[subset][1](data)
     else:
         raise ConfigError(f"unknown subset {subset!r}; available: {', '.join(available_subsets())}")
-    ds = ds.head(limit)
+    ds = ds.head_per_type(limit_per_type).head(limit)
     return (ds.restricted() if corpus == "own" else ds).shuffled(shuffle_corpus)
 
 

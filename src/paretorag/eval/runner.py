@@ -263,6 +263,7 @@ def run_eval(
     plots: bool = True,
     readers: Sequence[str | None] = (None,),
     judge: str | Any | None = None,
+    limit_per_type: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``methods`` on one subset and write the results.
 
@@ -313,6 +314,8 @@ def run_eval(
         An LLM spec (or object) that also judges each answer against the reference answer
         (``judge_acc``, GraphRAG-Bench's answer accuracy); its cost is ``judge_cost``, apart
         from the methods' own.
+    limit_per_type : int, optional
+        Evaluate the first ``limit_per_type`` questions of each question type.
 
     Returns
     -------
@@ -330,7 +333,14 @@ def run_eval(
     progress = progress or NullProgress()
     out = Path(out_dir)
     cache = Path(cache_dir) if cache_dir is not None else out / ".index-cache"
-    ds = load_dataset(data_dir, subset, limit=limit, corpus=corpus, shuffle_corpus=shuffle_corpus)
+    ds = load_dataset(
+        data_dir,
+        subset,
+        limit=limit,
+        corpus=corpus,
+        shuffle_corpus=shuffle_corpus,
+        limit_per_type=limit_per_type,
+    )
     index_dir = index_dir_for(cache, ds, embedder, llm)
     fresh = not (index_dir / "manifest.json").exists()
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -406,6 +416,7 @@ def run_eval(
             if judge is None
             else (judge if isinstance(judge, str) else getattr(judge, "name", "llm")),
             "limit": limit,
+            "limit_per_type": limit_per_type,
             "seed": seed,
             "index_dir": str(index_dir),
         },
