@@ -380,3 +380,33 @@ def test_cli_abstract(tmp_path: Path) -> None:
         app, [*args[:5], "vanilla", "--abstract", "--llm", "fake", "--out", str(tmp_path / "p")]
     )
     assert bad.exit_code == 2 and "at least two methods" in bad.output
+
+
+def test_offline_answers_with_a_model_that_writes_and_judges(tmp_path: Path) -> None:
+    """--llm extractive answers offline; the judge also writes the questions."""
+
+    def judge_and_writer(request: Request) -> str:
+        prompt = request.messages[-1].content
+        if "compare two answers" in prompt:
+            return _verdict_json(dict.fromkeys(CRITERIA, "Answer 2"))
+        return _answerer(request)
+
+    judge = FakeLLM(judge_and_writer, name="fake-judge")
+    payload = run_abstract(
+        _corpus(tmp_path),
+        "jsonl",
+        ["vanilla", "zeroshot"],
+        llm="extractive",
+        judge=judge,
+        summaries="corpus",
+        personas=1,
+        tasks=1,
+        per_task=1,
+        out_dir=tmp_path / "out",
+        embedder="hash",
+        plots=False,
+    )
+    assert [q["text"] for q in payload["questions"]] == ["How does sun exposure shape cancer risk?"]
+    assert payload["generation"]["usage"]["abstract.questions"]["calls"] == 2
+    assert payload["answers"]["vanilla"][0]["text"].strip()  # evidence sentences, no model
+    assert payload["win_rates"]["rates"]["Overall"]["vanilla"]["zeroshot"] == 50.0  # position 2, both orders

@@ -336,7 +336,8 @@ def run_abstract(
     ----------
     data_dir, subset : the corpus, as for ``paretorag eval`` (its own questions are not used).
     methods : at least two registered method names.
-    llm : LLM spec or object: indexing, answers and question generation.
+    llm : LLM spec or object: indexing, answers and question generation (the judge writes the
+        questions when ``llm`` is not generative, e.g. offline ``extractive`` answers).
     judge : LLM spec or object for the verdicts (default: ``llm``); must be generative.
     questions_file : read the questions from this file instead of generating them.
     summaries : ``communities`` or ``corpus``, what the question writer reads.
@@ -385,7 +386,7 @@ def run_abstract(
         index_dir, methods=names, replace_methods=True, llm=llm, embedder=embedder, builders=builders
     ) as rag:
         rag.index(ds.documents(), progress=progress)
-        base = judge_llm if judge_llm is not None else None
+        base = judge_llm
         if base is None and not is_generative(rag._base_llm()):
             raise ConfigError(f"--llm {llm_name} cannot judge answers; give --judge openai:MODEL")
         source = "file"
@@ -394,12 +395,19 @@ def run_abstract(
             questions = read_questions(Path(questions_file))
             source = str(questions_file)
         else:
-            writer = rag._llm_for(gen_usage, "abstract.questions")
+            writer_model = rag._base_llm()
+            if not is_generative(writer_model) and judge_llm is not None:  # offline answers, a model writes
+                writer_model = judge_llm
+            writer = rag._llm_for(gen_usage, "abstract.questions", writer_model)
             if not is_generative(writer):
                 raise ConfigError(
-                    f"--llm {llm_name} cannot write questions; give --llm openai:MODEL or --questions FILE"
+                    f"--llm {llm_name} cannot write questions; give --llm openai:MODEL, a generative "
+                    "--judge, or --questions FILE"
                 )
-            text = corpus_summaries(rag, summaries)
+            window = getattr(writer_model, "context_window", None)
+            # a small local model: summaries that leave room for the prompt and 1,024 tokens of answer
+            budget = 12000 if not window else max(1000, min(12000, (int(window) - 1400) * 3))
+            text = corpus_summaries(rag, summaries, max_chars=budget)
             questions, gen_counts = generate_questions(
                 writer, text, personas=personas, tasks=tasks, per_task=per_task
             )
@@ -409,6 +417,8 @@ def run_abstract(
                     f"{llm_name} wrote no readable questions; try a stronger --llm or --questions FILE"
                 )
         questions = questions[:limit] if limit else questions
+        if reader is None and not is_generative(rag._base_llm()):
+            reader = "extractive"  # whole evidence sentences: the offline reader's short spans suit no essay
         answers = answer_all(rag, names, questions, reader=reader, progress=progress)
         records = judge_all(
             rag._llm_for(judge_usage, "judge", base), names, questions, answers, progress=progress
