@@ -179,6 +179,11 @@ def test_parse_questions_json_and_lines() -> None:
     )
     assert parse_questions(text) == ["How do treatments compare across cancers?", "What themes recur?"]
     assert parse_questions("no questions") == []
+    text = "Question: What is the main theme?\nAnswer: fertility.\nQuestion 2: What is the main theme?\n**Q3:** Why?"
+    assert parse_questions(text) == ["What is the main theme?", "Why?"]
+    assert parse_questions("- Quality of life: how do treatments differ?") == [
+        "Quality of life: how do treatments differ?"
+    ]
 
 
 def _writer(request: Request) -> str:

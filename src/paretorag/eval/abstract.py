@@ -42,7 +42,11 @@ class AbstractQuestion:
 
 
 # -- question generation ------------------------------------------------------------------------------
-_NUMBERED = re.compile(r"^\s*(?:[-*\u2022]|\(?\d+[.):]|q\d+[.):])\s*", re.IGNORECASE)
+_NUMBERED = re.compile(  # "1.", "- ", "Question 2:", "**Q3:**" before a question
+    r"^\s*(?:[-*\u2022]\s+|\(?\d+[.):]\s*)?(?:\*\*)?\s*"
+    r"(?:(?:question|q)\s*\d*\s*(?:\*\*)?\s*[:.)]\s*(?:\*\*)?\s*)?",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(
     r"^\s*(?:[-*\u2022]\s+)?(?:\*\*)?\s*(user|persona|task)\s*\d*\s*(?:\*\*)?\s*[:.)-]\s*(?:\*\*)?\s*(.+)$",
     re.IGNORECASE,
