@@ -43,6 +43,11 @@ def eval_command(
     limit: int | None = typer.Option(
         None, "--limit", help="Evaluate the first N questions (corpus stays whole)."
     ),
+    limit_per_type: int | None = typer.Option(
+        None,
+        "--limit-per-type",
+        help="Evaluate the first N questions of each question type (GraphRAG-Bench lists them type by type).",
+    ),
     k: str = typer.Option("1,2,5,10", "--k", help="Recall cut-offs; retrieval depth is the largest."),
     llm: str = typer.Option("extractive", "--llm", help="LLM spec for indexing and answers."),
     retrieval_only: bool = typer.Option(False, "--retrieval-only", help="Skip answer generation."),
@@ -86,11 +91,56 @@ def eval_command(
         help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.scope=auto (repeatable; "
         "kept in the cached index's configuration).",
     ),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="LLM spec of a judge, e.g. openai:MODEL: with --abstract it compares answers head to head "
+        "(default: --llm); otherwise it also scores each answer against the reference (Judge acc).",
+    ),
+    abstract: bool = typer.Option(
+        False,
+        "--abstract",
+        help="Abstract questions judged head to head (unified framework §7.3): questions generated from "
+        "the corpus's summaries or read from --questions, win-rate matrices per criterion.",
+    ),
+    questions: Path | None = typer.Option(
+        None, "--questions", help="With --abstract: questions file (.jsonl, .json or one per line)."
+    ),
+    summaries: str = typer.Option(
+        "communities",
+        "--summaries",
+        help="With --abstract: what the question writer reads, 'communities' (needs graphrag-global in "
+        "--methods) or 'corpus' (excerpts spread over the corpus).",
+    ),
+    personas: int = typer.Option(5, "--personas", help="With --abstract: users to imagine."),
+    tasks: int = typer.Option(5, "--tasks", help="With --abstract: tasks per user."),
+    per_task: int = typer.Option(5, "--per-task", help="With --abstract: questions per user and task."),
 ) -> None:
     """Evaluate methods on a benchmark: results.json, results.md and Pareto plots."""
     from rich.console import Console
 
     try:
+        if abstract:
+            _run_abstract(
+                data,
+                subset,
+                methods,
+                llm=llm,
+                judge=judge,
+                questions=questions,
+                summaries=summaries,
+                personas=personas,
+                tasks=tasks,
+                per_task=per_task,
+                limit=limit,
+                out=out,
+                cache=cache,
+                embedder=embedder,
+                settings=settings,
+                plots=plots,
+                readers=readers,
+            )
+            return
         _run(
             data,
             subset,
@@ -110,6 +160,8 @@ def eval_command(
             settings,
             readers,
             shuffle_corpus,
+            judge,
+            limit_per_type,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -137,6 +189,8 @@ def _run(
     settings: list[str] | None = None,
     readers: str | None = None,
     shuffle_corpus: int | None = None,
+    judge: str | None = None,
+    limit_per_type: int | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -184,6 +238,8 @@ def _run(
                 progress=progress,
                 plots=plots,
                 readers=who,
+                judge=judge,
+                limit_per_type=limit_per_type,
             )
         console.print(
             f"\n[bold]{escape(str(payload['dataset']['name']))}[/bold] -> {escape(str(target))}/results.md"
@@ -192,6 +248,69 @@ def _run(
         answers = answer_table(payload)
         if answers:
             typer.echo("\n" + answers)
+
+
+def _run_abstract(
+    data: Path,
+    subset: str,
+    methods: str,
+    *,
+    llm: str,
+    judge: str | None,
+    questions: Path | None,
+    summaries: str,
+    personas: int,
+    tasks: int,
+    per_task: int,
+    limit: int | None,
+    out: Path,
+    cache: Path | None,
+    embedder: str | None,
+    settings: list[str],
+    plots: bool,
+    readers: str | None,
+) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from ..progress import RichProgress
+    from ..rag import READERS
+    from ..settings import parse_builder_settings
+    from .abstract import run_abstract
+    from .abstract_report import winrate_table
+
+    if "," in subset:
+        raise ConfigError("--abstract evaluates one corpus at a time: give one --subset")
+    reader = readers.strip() if readers else None
+    if reader is not None and reader not in READERS:
+        raise ConfigError(f"--readers: with --abstract give one reader of {', '.join(READERS)}")
+    with RichProgress() as progress:
+        payload = run_abstract(
+            data,
+            subset,
+            parse_names(methods, "--methods"),
+            llm=llm,
+            judge=judge,
+            questions_file=questions,
+            summaries=summaries,
+            personas=personas,
+            tasks=tasks,
+            per_task=per_task,
+            limit=limit,
+            out_dir=out,
+            cache_dir=cache if cache is not None else out / ".index-cache",
+            embedder=embedder,
+            reader=reader,
+            builders=parse_builder_settings(settings),
+            progress=progress,
+            plots=plots,
+        )
+    Console().print(f"\n[bold]abstract questions[/bold] -> {escape(str(out))}/abstract.md")
+    typer.echo(winrate_table(payload["win_rates"], "Overall"))
+    jc = payload["judge_cost"]
+    typer.echo(
+        f"judge: {jc['calls']} calls, {jc['prompt_tokens']} prompt + {jc['completion_tokens']} completion tokens"
+    )
 
 
 __all__ = ["eval_command", "parse_ks", "parse_names"]

@@ -257,17 +257,46 @@ def _medical(name: str, cfile: Path, qfile: Path) -> Dataset:
         for i, r in enumerate(rows)
     )
     keys = [p.key for p in passages]
-    questions = [
-        Question(
-            qid=str(_get(rec, "id", f"{qfile}[{i}]")),
-            text=str(_get(rec, "question", f"{qfile}[{i}]")),
-            answers=[str(_get(rec, "answer", f"{qfile}[{i}]"))],
-            context_keys=keys,
-            meta={"type": rec.get("question_type", "")},
+    questions: list[Question] = []
+    from_answer = 0
+    for i, rec in enumerate(_as_list(_read_json(qfile), qfile)):
+        where = f"{qfile}[{i}]"
+        answer = str(_get(rec, "answer", where))
+        evidence = _evidence_texts(rec.get("evidence"))
+        if not evidence:  # this copy of the benchmark has no evidence field: the reference answer stands in
+            evidence, from_answer = [answer], from_answer + 1
+        questions.append(
+            Question(
+                qid=str(_get(rec, "id", where)),
+                text=str(_get(rec, "question", where)),
+                answers=[answer],
+                context_keys=keys,
+                meta={"type": rec.get("question_type", ""), "evidence_texts": evidence},
+            )
         )
-        for i, rec in enumerate(_as_list(_read_json(qfile), qfile))
-    ]
-    return _finish(name, questions, passages, questions_file=str(qfile), corpus_file=str(cfile))
+    return _finish(
+        name,
+        questions,
+        passages,
+        questions_file=str(qfile),
+        corpus_file=str(cfile),
+        evidence_from_answer=from_answer,
+    )
+
+
+def _evidence_texts(value: Any) -> list[str]:
+    """GraphRAG-Bench's ``evidence``: a string or a list of strings (or of string lists)."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, list):
+                item = " ".join(str(x) for x in item)
+            if isinstance(item, str) and item.strip():
+                out.append(item)
+        return out
+    return []
 
 
 # -- registry ----------------------------------------------------------------------------------------------
@@ -334,7 +363,7 @@ SUBSETS: dict[str, tuple[str, Loader]] = {
         lambda d: _leval("nq_leval", d / "nq_leval/natural_question.jsonl", multiple_choice=False),
     ),
     "medical": (
-        "GraphRAG-Bench medical: one long text, 4 question types",
+        "GraphRAG-Bench medical: one long text, 4 question types (evidence: `evidence`, else the answer)",
         lambda d: _medical(
             "medical",
             d / "graphrag_bench_medical/medical.json",
@@ -356,6 +385,7 @@ def load_dataset(
     limit: int | None = None,
     corpus: str = "full",
     shuffle_corpus: int | None = None,
+    limit_per_type: int | None = None,
 ) -> Dataset:
     """Load one subset into the common schema.
 
@@ -373,6 +403,8 @@ def load_dataset(
         passages shipped with the kept questions (fast smoke tests).
     shuffle_corpus : int, optional
         Shuffle the corpus with this seed before indexing (:meth:`Dataset.shuffled`).
+    limit_per_type : int, optional
+        Keep the first ``limit_per_type`` questions of each question type (before ``limit``).
 
     Returns
     -------
@@ -392,7 +424,7 @@ def load_dataset(
         ds = SUBSETS[subset][1](data)
     else:
         raise ConfigError(f"unknown subset {subset!r}; available: {', '.join(available_subsets())}")
-    ds = ds.head(limit)
+    ds = ds.head_per_type(limit_per_type).head(limit)
     return (ds.restricted() if corpus == "own" else ds).shuffled(shuffle_corpus)
 
 

@@ -8,7 +8,9 @@ Retrieval
     gold documents among the first k distinct retrieved documents*: several chunks
     of one document count once, so a method cannot fill its top-k with one page.
     :func:`context_recall` is G2ConS's CR: a normalized gold answer occurs in the
-    retrieved context.
+    retrieved context. :func:`evidence_recall` (GraphRAG-Bench's evidence recall, by
+    words): the share of each evidence text's content words found in the retrieved
+    context, averaged over the evidence texts.
 
 Answers
     SQuAD normalization (lower case, punctuation and the articles a/an/the removed,
@@ -103,6 +105,35 @@ def context_recall(contexts: Sequence[str], golds: str | Iterable[str]) -> float
     """
     gold_list = _golds(golds)
     return float(any(_contains(text, gold_list) for text in contexts))
+
+
+# words that carry no evidence (SQuAD normalization already drops a/an/the)
+_STOPWORD_TEXT = (
+    "and or but if of to in on at by for with from as is are was were be been being it its this that "
+    "these those there their they them he she his her we you your our not no can may might will would "
+    "should could do does did has have had which who whom what when where why how than then so such "
+    "also into about over under more most other some any each all both"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def content_words(text: str) -> set[str]:
+    """The normalized words of ``text`` without stop words (the unit of :func:`evidence_recall`)."""
+    return {w for w in normalize_answer(text).split() if w not in _STOPWORDS}
+
+
+def evidence_recall(contexts: Sequence[str], evidence: Iterable[str]) -> float | None:
+    """Mean over the evidence texts of the share of their content words found in the contexts.
+
+    GraphRAG-Bench scores retrieval by how much of a question's evidence the retrieved
+    context holds; this is its lexical form (no LLM): 1.0 when every content word of every
+    evidence text occurs somewhere in the retrieved texts. None when there is no evidence.
+    """
+    found: set[str] = set()
+    for text in contexts:
+        found |= content_words(text)
+    shares = [len(words & found) / len(words) for e in evidence if (words := content_words(e))]
+    return float(np.mean(shares)) if shares else None
 
 
 _LETTER_PATTERNS = (
@@ -204,7 +235,9 @@ __all__ = [
     "RECALL_KINDS",
     "choice_accuracy",
     "contain_match",
+    "content_words",
     "context_recall",
+    "evidence_recall",
     "exact_match",
     "first_distinct",
     "latency_summary",

@@ -20,6 +20,7 @@ _LABELS = {
     "contain": "Contain",
     "rouge_l": "ROUGE-L",
     "choice_accuracy": "MC acc",
+    "judge_acc": "Judge acc",
 }
 
 
@@ -28,9 +29,13 @@ def metric_label(name: str) -> str:
     if name in _LABELS:
         return _LABELS[name]
     base, _, k = name.partition("@")
-    prefix = {"recall": "R", "recall_all": "R-all", "recall_any": "R-any", "context_recall": "CR"}.get(
-        base, base
-    )
+    prefix = {
+        "recall": "R",
+        "recall_all": "R-all",
+        "recall_any": "R-any",
+        "context_recall": "CR",
+        "evidence_recall": "ER",
+    }.get(base, base)
     return f"{prefix}@{k}" if k else prefix
 
 
@@ -67,14 +72,37 @@ def _metric_columns(payload: dict[str, Any]) -> list[str]:
     present: set[str] = set()
     for m in payload["methods"].values():
         present.update(k for k, v in m["metrics"].items() if v is not None)
-    order = [f"recall@{k}" for k in ks] + [f"context_recall@{k}" for k in ks] + list(_LABELS)
+    order = (
+        [f"recall@{k}" for k in ks]
+        + [f"context_recall@{k}" for k in ks]
+        + [f"evidence_recall@{k}" for k in ks]
+        + list(_LABELS)
+    )
     return [c for c in order if c in present]
 
 
+def _num(value: Any, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
 def results_table(payload: dict[str, Any]) -> str:
-    """Main table: quality (percent), retrieval latency, indexing and per-query cost, one row per method."""
+    """Main table: quality (percent), retrieval latency, indexing and per-query cost, one row per method.
+
+    Per query: LLM calls, prompt and completion tokens, and seconds (retrieval plus answer).
+    """
     cols = _metric_columns(payload)
-    head = ["method", *map(metric_label, cols), "p50 ms", "p95 ms", "index s", "index LLM tok", "LLM calls/q"]
+    head = [
+        "method",
+        *map(metric_label, cols),
+        "p50 ms",
+        "p95 ms",
+        "index s",
+        "index LLM tok",
+        "LLM calls/q",
+        "prompt tok/q",
+        "compl tok/q",
+        "s/q",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, m in payload["methods"].items():
         lat, cost = m["latency"]["retrieval"], m["index_cost"]
@@ -86,9 +114,73 @@ def results_table(payload: dict[str, Any]) -> str:
             f"{cost['seconds_total']:.1f}",
             _fmt(int(cost["llm_tokens"])),
             f"{m['query_cost']['llm_calls_per_query']:.2f}",
+            _num(m["query_cost"].get("prompt_tokens_per_query"), ",.0f"),
+            _num(m["query_cost"].get("completion_tokens_per_query"), ",.0f"),
+            _num(m["query_cost"].get("seconds_per_query"), ".3f"),
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def cost_table(costs: dict[str, dict[str, Any]]) -> str:
+    """The paper's Table 11: seconds, LLM calls and tokens per query, one row per method.
+
+    ``costs`` maps a method to ``seconds_per_query``, ``llm_calls_per_query``,
+    ``prompt_tokens_per_query`` and ``completion_tokens_per_query`` (a ``query_cost``).
+    """
+    lines = [
+        "| method | s/query | LLM calls/q | prompt tok/q | completion tok/q | tokens/q |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, c in costs.items():
+        p, q = c.get("prompt_tokens_per_query"), c.get("completion_tokens_per_query")
+        tokens = None if p is None or q is None else p + q
+        lines.append(
+            f"| `{name}` | {_num(c.get('seconds_per_query'), '.3f')} | {_num(c.get('llm_calls_per_query'), '.2f')} "
+            f"| {_num(p, ',.0f')} | {_num(q, ',.0f')} | {_num(tokens, ',.0f')} |"
+        )
+    return "\n".join(lines)
+
+
+def benchmark_type_table(payload: dict[str, Any]) -> str:
+    """Per question type (GraphRAG-Bench's four kinds, 2Wiki's, HotpotQA's): evidence recall, context
+    recall, answer accuracy (containment and judge), ROUGE-L, retrieval p50 and cost per query."""
+    k = _answer_k(payload)
+    head = [
+        "method",
+        "type",
+        "n",
+        f"ER@{k}",
+        f"CR@{k}",
+        "Acc",
+        "Judge acc",
+        "ROUGE-L",
+        "retrieval p50 ms",
+        "s/q",
+        "LLM calls/q",
+        "tok/q",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, m in payload["methods"].items():
+        for kind, t in m.get("by_type", {}).items():
+            c = t.get("cost") or {}
+            p, q = c.get("prompt_tokens_per_query"), c.get("completion_tokens_per_query")
+            row = [
+                f"`{name}`",
+                kind,
+                str(t["n"]),
+                _fmt(t.get(f"evidence_recall@{k}")),
+                _fmt(t.get(f"context_recall@{k}")),
+                _fmt(t.get("contain")),
+                _fmt(t.get("judge_acc")),
+                _fmt(t.get("rouge_l")),
+                _num(c.get("retrieval_p50_ms"), ".1f"),
+                _num(c.get("seconds_per_query"), ".3f"),
+                _num(c.get("llm_calls_per_query"), ".2f"),
+                _num(None if p is None or q is None else p + q, ",.0f"),
+            ]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def recall_table(payload: dict[str, Any]) -> str:
@@ -128,6 +220,8 @@ def answer_table(payload: dict[str, Any]) -> str:
         "abstain (answerable)",
         "abstain (unanswerable)",
         "answer p50 ms",
+        "s/q",
+        "tok/q",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, m in payload["methods"].items():
@@ -148,6 +242,12 @@ def answer_table(payload: dict[str, Any]) -> str:
             _fmt(mm.get("abstain_answerable")),
             _fmt(mm.get("abstain_unanswerable")),
             "–" if gen is None else f"{gen:.1f}",
+            _num(m["query_cost"].get("seconds_per_query"), ".3f"),
+            _num(
+                m["query_cost"].get("prompt_tokens_per_query", 0.0)
+                + m["query_cost"].get("completion_tokens_per_query", 0.0),
+                ",.0f",
+            ),
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) if len(lines) > 2 else ""
@@ -220,6 +320,28 @@ def markdown_report(payload: dict[str, Any], *, image_prefix: str = "") -> str:
         types = type_table(payload)
         if types:
             parts += ["By question type:", "", types, ""]
+    by_type = benchmark_type_table(payload)
+    if by_type:
+        parts += [
+            "By question type, retrieval and answers with their cost (ER: share of the evidence's content "
+            "words in the top passages; Acc: the reference answer contained in the answer):",
+            "",
+            by_type,
+            "",
+        ]
+    parts += [
+        "Cost per answer (the unified framework's Table 11: seconds are retrieval plus answer):",
+        "",
+        cost_table({name: m["query_cost"] for name, m in payload["methods"].items()}),
+        "",
+    ]
+    if payload.get("judge_cost"):
+        jc = payload["judge_cost"]
+        parts += [
+            f"Judge `{payload['config'].get('judge')}`: {jc['calls']:,} calls, {jc['prompt_tokens']:,} prompt "
+            f"and {jc['completion_tokens']:,} completion tokens, {jc['seconds']:.1f} s.",
+            "",
+        ]
     recall = recall_table(payload)
     if recall:
         parts += ["Recall@k, three definitions (distinct documents among the first k):", "", recall, ""]
@@ -322,6 +444,8 @@ def write_report(payload: dict[str, Any], out: Path, *, plots: bool = True) -> N
 
 __all__ = [
     "answer_table",
+    "benchmark_type_table",
+    "cost_table",
     "markdown_report",
     "metric_label",
     "pareto_front",

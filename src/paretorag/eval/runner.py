@@ -82,8 +82,10 @@ def _score_question(
     retrieval_only: bool,
     answer_k: int | None,
     reader: str | None = None,
+    judge: Any = None,
 ) -> QuestionResult:
-    """Retrieve (and answer) one question and compute its metrics."""
+    """Retrieve (and answer) one question and compute its metrics (``judge``: an LLM that
+    also scores the answer against the reference, ``judge_acc``)."""
     depth = max(ks)
     prompt = q.prompt()
     t0 = time.perf_counter()
@@ -115,8 +117,14 @@ def _score_question(
             scores[f"recall_all@{k}"] = r["all"]
             scores[f"recall_any@{k}"] = r["any"]
         scores[f"context_recall@{k}"] = M.context_recall([it.text for it in items[:k]], q.answers)
+        if q.meta.get("evidence_texts"):
+            scores[f"evidence_recall@{k}"] = M.evidence_recall(
+                [it.text for it in items[:k]], q.meta["evidence_texts"]
+            )
     if not retrieval_only:
+        t1 = time.perf_counter()
         answer = rag.query(prompt, method=method, k=answer_k, reader=reader)
+        answer_s = time.perf_counter() - t1  # what a user waits: retrieval + answer
         # only the answer's own LLM call: its retrieval's calls are counted above
         usage.merge(Usage({"query.answer": answer.usage.stage("query.answer")}))
         predicted = answer.short if answer.short is not None else answer.text
@@ -127,6 +135,10 @@ def _score_question(
         scores["f1"] = M.token_f1(predicted, q.answers)
         scores["contain"] = M.contain_match(predicted, q.answers)
         scores["rouge_l"] = M.rouge_l(predicted, q.answers)
+        if judge is not None and q.answers:
+            from .judge import judge_correct
+
+            scores["judge_acc"] = judge_correct(judge, q.text, q.answers[0], predicted)
         guessed = guess(q.text)
         scores["guess_em"] = M.exact_match(guessed, q.answers)
         scores["guess_f1"] = M.token_f1(guessed, q.answers)
@@ -140,6 +152,7 @@ def _score_question(
         if q.options and q.gold_option is not None:
             scores["choice_accuracy"] = M.choice_accuracy(answer.text, q.options, q.gold_option)
     rec["usage"] = usage.to_json()
+    rec["seconds"] = round(retrieval_s if retrieval_only else answer_s, 4)  # per answer, metrics aside
     return QuestionResult(rec, retrieval_s, usage)
 
 
@@ -176,6 +189,7 @@ def _summarize(
         key = r.record["mode"] + (f"/{r.record['branch']}" if r.record["branch"] else "")
         modes[key] = modes.get(key, 0) + 1
     by_type: dict[str, dict[str, Any]] = {}
+    cost = _per_query_cost(results)
     types = {q.qid: str(q.meta.get("type") or "") for q in ds.questions}
     for kind in sorted({types.get(r.record["qid"], "") for r in results} - {""}):
         group = [r for r in results if types.get(r.record["qid"]) == kind]
@@ -189,6 +203,7 @@ def _summarize(
                 )
                 for n in names
             },
+            "cost": _per_query_cost(group),
         }
     return {
         "n_questions": len(results),
@@ -201,11 +216,30 @@ def _summarize(
             "llm_calls_per_query": round(total.calls / n, 3),
             "prompt_tokens_per_query": round(total.prompt_tokens / n, 1),
             "completion_tokens_per_query": round(total.completion_tokens / n, 1),
+            "seconds_per_query": cost["seconds_per_query"],
             "stages": query_usage.to_json(),
         },
         "uses_llm": bool(getattr(method, "uses_llm", False)),
         "paper": str(getattr(method, "paper", "")),
         "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def _per_query_cost(results: Sequence[QuestionResult]) -> dict[str, float]:
+    """Mean seconds (retrieval + answer), LLM calls and tokens per question, and retrieval p50."""
+    n = max(len(results), 1)
+    total = Usage()
+    for r in results:
+        total.merge(r.usage)
+    t = total.total
+    return {
+        "seconds_per_query": round(
+            sum(float(r.record.get("seconds", r.retrieval_s)) for r in results) / n, 4
+        ),
+        "retrieval_p50_ms": M.latency_summary([r.retrieval_s for r in results])["p50_ms"],
+        "llm_calls_per_query": round(t.calls / n, 3),
+        "prompt_tokens_per_query": round(t.prompt_tokens / n, 1),
+        "completion_tokens_per_query": round(t.completion_tokens / n, 1),
     }
 
 
@@ -230,6 +264,8 @@ def run_eval(
     progress: Progress | None = None,
     plots: bool = True,
     readers: Sequence[str | None] = (None,),
+    judge: str | Any | None = None,
+    limit_per_type: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``methods`` on one subset and write the results.
 
@@ -276,6 +312,12 @@ def run_eval(
         Who answers (``reader``, ``extractive``, ``llm``; None: the default for ``llm``).
         With more than one, each method has a row per reader, ``"METHOD (READER)"``, on
         the same index and retrieval.
+    judge : str or LLM, optional
+        An LLM spec (or object) that also judges each answer against the reference answer
+        (``judge_acc``, GraphRAG-Bench's answer accuracy); its cost is ``judge_cost``, apart
+        from the methods' own.
+    limit_per_type : int, optional
+        Evaluate the first ``limit_per_type`` questions of each question type.
 
     Returns
     -------
@@ -293,7 +335,14 @@ def run_eval(
     progress = progress or NullProgress()
     out = Path(out_dir)
     cache = Path(cache_dir) if cache_dir is not None else out / ".index-cache"
-    ds = load_dataset(data_dir, subset, limit=limit, corpus=corpus, shuffle_corpus=shuffle_corpus)
+    ds = load_dataset(
+        data_dir,
+        subset,
+        limit=limit,
+        corpus=corpus,
+        shuffle_corpus=shuffle_corpus,
+        limit_per_type=limit_per_type,
+    )
     index_dir = index_dir_for(cache, ds, embedder, llm)
     fresh = not (index_dir / "manifest.json").exists()
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -313,6 +362,14 @@ def run_eval(
         index_wall = time.perf_counter() - t0
         stats = _jsonable(rag.stats())
         base = base_ledger(index_dir, stats, built_now=fresh)
+        judge_usage = Usage()
+        judge_llm = None
+        if judge is not None and not retrieval_only:
+            from ..providers.llm import make_llm
+
+            judge_llm = rag._llm_for(
+                judge_usage, "judge", make_llm(judge) if isinstance(judge, str) else judge
+            )
         load = getattr(rag.embedder, "load", None)
         if callable(load):
             load()  # models load lazily: not inside the first question's latency
@@ -324,7 +381,9 @@ def run_eval(
             results: list[QuestionResult] = []
             with progress.task(f"{ds.name} · {row}", total=len(ds.questions)) as bar:
                 for q in ds.questions:
-                    results.append(_score_question(rag, method, q, ks, retrieval_only, answer_k, reader))
+                    results.append(
+                        _score_question(rag, method, q, ks, retrieval_only, answer_k, reader, judge_llm)
+                    )
                     bar.advance()
             summary = _summarize(results, ds, retrieval_only, get_method(method))
             summary["index_cost"] = method_index_cost(method, stats, base)
@@ -355,7 +414,11 @@ def run_eval(
             "retrieval_only": retrieval_only,
             "readers": [r or "default" for r in readers],
             "answer_k": answer_k,
+            "judge": None
+            if judge is None
+            else (judge if isinstance(judge, str) else getattr(judge, "name", "llm")),
             "limit": limit,
+            "limit_per_type": limit_per_type,
             "seed": seed,
             "index_dir": str(index_dir),
         },
@@ -368,6 +431,14 @@ def run_eval(
         "methods": per_method,
         "questions": questions,
     }
+    if judge_llm is not None:
+        jt = judge_usage.total
+        payload["judge_cost"] = {
+            "calls": jt.calls,
+            "prompt_tokens": jt.prompt_tokens,
+            "completion_tokens": jt.completion_tokens,
+            "seconds": round(jt.seconds, 3),
+        }
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(
         json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"

@@ -153,6 +153,25 @@ class Dataset:
             raise ConfigError(f"limit must be a positive number of questions, got {limit}")
         return replace(self, questions=self.questions[:limit])
 
+    def head_per_type(self, limit: int | None) -> Dataset:
+        """The first ``limit`` questions of each question type (``meta["type"]``), in file order.
+
+        A small sample that keeps every type when a file lists its questions type by type
+        (GraphRAG-Bench medical: 879 fact-retrieval questions come first).
+        """
+        if limit is None:
+            return self
+        if limit <= 0:
+            raise ConfigError(f"--limit-per-type must be a positive number of questions, got {limit}")
+        seen: dict[str, int] = {}
+        kept = []
+        for q in self.questions:
+            kind = str(q.meta.get("type") or "")
+            if seen.get(kind, 0) < limit:
+                seen[kind] = seen.get(kind, 0) + 1
+                kept.append(q)
+        return replace(self, questions=kept)
+
     def restricted(self) -> Dataset:
         """Keep only the passages shipped with the current questions (their ``context_keys``).
 
