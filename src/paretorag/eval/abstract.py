@@ -12,6 +12,10 @@ a judge compare the answers pair by pair in both orders:
    seconds per query: the paper's Table 11).
 3. Verdicts: :mod:`paretorag.eval.judge`; win-rate matrices per criterion as Markdown tables
    and heatmaps (:mod:`paretorag.eval.abstract_report`), with the judge's own token cost.
+
+One module (over 400 lines) because question generation, answering and judging share one
+run's records and cost accounting; the verdict parser and the report are apart (judge.py,
+abstract_report.py).
 """
 
 from __future__ import annotations
