@@ -213,6 +213,25 @@ def test_why_question_answers_with_a_sentence() -> None:
     assert "atomically" in result.answer
 
 
+def test_why_question_is_not_answered_by_a_heading(onnx_minilm) -> None:
+    """`make demo`'s second question once got the heading of the page as its answer: with
+    MiniLM, the heading is the sentence most like the question."""
+    texts = [
+        Passage(
+            1,
+            "operations",
+            "# Operations: the index on disk, crashes, large corpora\n\n## The index on disk\n\n```\n"
+            "my-index/\n  manifest.json        format version, generation, config, models, counts\n"
+            "  index.sqlite         documents, chunks (offsets), embedding cache (WAL mode)\n```\n\n"
+            "An `index` killed at any point, even by SIGKILL, leaves the last committed index loadable.",
+            0.9,
+        )
+    ]
+    result = Reader(onnx_minilm).read("Why does the index survive a crash?", texts)
+    assert result.kind == "sentence" and not result.answer.startswith("#")
+    assert "SIGKILL" in result.answer
+
+
 def test_empty_passages() -> None:
     result = Reader().read("Who is it?", [])
     assert not result.found and result.evidence == ()

@@ -169,12 +169,16 @@ class Reader:
             v = choose(info, reading) if info.expected == "choice" else yes_no(info, reading)
             return self._verdict(v, info, reading, order, n_given, info.expected)
         if sentence:
-            best = int(order[0])
+            # a Markdown heading ("# Operations: crashes ...") is like the question, but says nothing
+            prose = [int(i) for i in order if not reading.sentences[int(i)].lstrip().startswith("#")]
+            best = prose[0] if prose else int(order[0])
             # the sentence's similarity to the question (its term coverage without an embedder)
             sim = reading.dense[best] if self.embedder is not None else reading.terms[best]
             conf = float(np.clip(sim, 0.0, 1.0))
             ev = self._evidence(
-                [best, *order[1:]], reading, 1 if conf >= SENTENCE_MIN else self.evidence_sentences
+                [best, *(int(i) for i in order if int(i) != best)],
+                reading,
+                1 if conf >= SENTENCE_MIN else self.evidence_sentences,
             )
             return ReaderResult(
                 reading.sentences[best] if conf >= SENTENCE_MIN else "",
