@@ -64,13 +64,6 @@ class EAGraphRAG(Pipeline):
             ("merge", RouteMerge()),
         ]
 
-    def path_method(self, path: str) -> str:
-        """The registered method of ``path`` ("dense" or "graph"): the setting, else the router's."""
-        op = dict(self.steps)[path]
-        if not isinstance(op, RoutedPath):
-            raise TypeError(f"step {path!r} is not an ea-graphrag.path")
-        return op.method_name()
-
 
 register_preset(
     "ea-graphrag-dense-only",

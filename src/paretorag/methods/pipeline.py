@@ -163,7 +163,8 @@ class Pipeline(Method):
         for name, op in steps:
             t0 = time.perf_counter()
             state.results[name] = op(index, state)
-            timings[name] = round((time.perf_counter() - t0) * 1e3, 3)
+            if self.timed:
+                timings[name] = round((time.perf_counter() - t0) * 1e3, 3)
         if self.timed:
             state.info["timings_ms"] = timings
         return state

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..types import Scored
 from .base import Operator, check_positive_int, load_graph, register_operator
-from .common import edges_of
+from .common import edges_of, ranked
 from .node import NodeAgent, NodeLink, NodeOneHop
 from .relation import RelationAgent, RelationOneHop
 from .subgraph import emit_paths
@@ -87,10 +87,9 @@ class BeamSearch(Operator):
             state.put("candidates", Scored(near.ids[keep], near.scores[keep], "entity"))
             visited.update(node_agent(index, state).ids.tolist())
             state.put("frontier", state.get("entity"))
-        rows = np.asarray(kept, dtype=np.int64)
         emit_paths(index, state, self, graph, [[int(e.src[j]), int(e.dst[j])] for j in kept])
         state.mode, state.branch = "kg-beam", f"depth {depth}, width {width}, {len(kept)} relations"
-        return Scored(rows, (1.0 / (1.0 + np.arange(rows.size))).astype(np.float32), "relation")
+        return ranked(kept, "relation")
 
 
 __all__ = ["BeamSearch"]

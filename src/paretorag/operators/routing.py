@@ -126,7 +126,7 @@ class WeightedRRF(Operator):
         return Scored(fused.ids[:k], fused.scores[:k], "chunk")
 
 
-def _route_setting(op: Operator, route: object) -> str:
+def _route_setting(route: object) -> str:
     if route not in ROUTES:
         raise ConfigError(f"ea-graphrag: route must be auto, dense, graph or fusion, got {route!r}")
     return str(route)
@@ -178,7 +178,7 @@ class Route(Operator):
     def run(self, index: IndexView, state: State) -> Scored:
         from ..router.model import load_router, route_for
 
-        forced = _route_setting(self, self.route)
+        forced = _route_setting(self.route)
         if forced in ("dense", "graph"):
             route, out = forced, Scored.empty(COMPLEXITY)
         else:
@@ -264,7 +264,7 @@ class RoutedPath(Operator):
         return method
 
     def _taken(self) -> bool:
-        return _route_setting(self, self.route) in ("auto", "fusion", self.path)
+        return _route_setting(self.route) in ("auto", "fusion", self.path)
 
     def parts(self) -> list[Operator]:
         return self._method().operators() if self._taken() else []

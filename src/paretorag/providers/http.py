@@ -285,10 +285,14 @@ def _text(exc: openai.APIStatusError) -> str:
 
 
 def chat_text(completion: Any) -> str:
-    """The text of a chat completion (``choices[0].message.content``), or LLMResponseError."""
+    """The text of a chat completion (``choices[0].message.content``), or LLMResponseError;
+    ``completion`` is the ``openai`` client's object or, from llama-cpp-python in process, a dict."""
     try:
-        text = completion.choices[0].message.content
-    except (AttributeError, IndexError, TypeError):
+        if isinstance(completion, dict):
+            text = completion["choices"][0]["message"]["content"]
+        else:
+            text = completion.choices[0].message.content
+    except (AttributeError, KeyError, IndexError, TypeError):
         raise LLMResponseError(
             f"chat server returned no choices[0].message.content: {_shown(completion)}"
         ) from None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError, MissingDependencyError
+from ..errors import ConfigError, LLMError, LLMTimeoutError, MissingDependencyError
 from .base import Completion, Request
 from .extractive import ExtractiveLLM
 
@@ -142,19 +142,6 @@ class OpenAILLM:
         yield self.complete(request).text
 
 
-def _chat_text(data: Any) -> str:
-    """The text of a chat completion as a dict (llama-cpp-python's in-process answers)."""
-    try:
-        text = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise LLMResponseError(
-            f"chat server returned no choices[0].message.content: {str(data)[:200]}"
-        ) from None
-    if not isinstance(text, str):
-        raise LLMResponseError(f"chat server returned non-text content: {str(text)[:200]}")
-    return text
-
-
 def _int_or_none(v: Any) -> int | None:
     return int(v) if isinstance(v, int | float) else None
 
@@ -227,9 +214,11 @@ class LlamaCppLLM:
             out: Any = self._llm.create_chat_completion(
                 messages=msgs, max_tokens=request.max_tokens, temperature=request.temperature
             )
+        from .http import chat_text
+
         usage = out.get("usage") or {}
         return Completion(
-            _chat_text(out),
+            chat_text(out),
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
         )
