@@ -1,9 +1,43 @@
-"""Sentence splitting with character offsets (shared by chunking and the extractive LLM)."""
+"""Sentence splitting with character offsets (shared by chunking and the extractive LLM),
+and the package's one English stemmer (BM25 and the offline reader)."""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+_STEMMERS = threading.local()
+
+
+def english_stemmer() -> Any:
+    """This thread's Snowball English stemmer (Porter2, PyStemmer's ``"english"``).
+
+    PyStemmer is the Snowball project's C code: it imports in a millisecond (NLTK's
+    pure-Python stemmers import scipy.stats through ``nltk/__init__``, about a second of
+    every CLI query) and needs no data files. A stemmer instance keeps state while it
+    stems, so each thread has its own.
+    """
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _STEMMERS.english = Stemmer.Stemmer("english")
+    return stemmer
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-case word ("died" -> "die", "spouse" -> "spous")."""
+    return str(english_stemmer().stemWord(word))
+
+
+def stem_words(words: list[str]) -> list[str]:
+    """The stems of ``words``, in order (one call into the C stemmer)."""
+    return list(english_stemmer().stemWords(words))
+
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace and a
 # likely sentence start, or at a blank line, or at a line that starts a Markdown block.

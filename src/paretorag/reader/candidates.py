@@ -29,14 +29,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..providers.base import Embedder
 from ..providers.extractive import content_terms, term_overlap
-from ..textutil import reading_sentences
+from ..textutil import reading_sentences, stem
 from .question import QuestionInfo
 from .spans import Span, spans
 
@@ -118,7 +117,6 @@ _COUNTRY_Q = re.compile(r"\b(?:country|nation|nationality)\b", re.IGNORECASE)
 _CITY = re.compile(r"\b(?:city|town|village|birthplace|municipality)\b", re.IGNORECASE)
 _MODIFIER = re.compile(r"^(?:[A-Z]\S*|\S+-born|\d\S*)$")
 _WORD = re.compile(r"[\w'\u2019-]+")
-_PORTER: Any = None  # NLTK's Porter stemmer, imported on first use (importing nltk takes 0.7 s)
 _COPULA = re.compile(
     r"\b(?:is|was|are|were)\s+(?:an?|the)\s+((?:[\w-]+\s+){0,4}?[\w-]+?)"
     r"(?=\s*(?:[,.;()]|\swho\b|\sthat\b|\swhich\b|\sfrom\b|\sin\b|\sof\b|\sand\b|\sbased\b|\sborn\b|$))"
@@ -232,17 +230,6 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "releas": ("releas", "premier"),
     "nation": ("nation", "citizen"),
 }
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """Porter stem of a lower-case word (NLTK's, no data files)."""
-    global _PORTER
-    if _PORTER is None:
-        from nltk.stem.porter import PorterStemmer
-
-        _PORTER = PorterStemmer()
-    return str(_PORTER.stem(word))
 
 
 @lru_cache(maxsize=4096)
