@@ -4,8 +4,8 @@ Prints one JSON object:
 
 - ``cli_s``: wall time of ``paretorag --help``, ``paretorag query`` (answered by the
   offline reader) and ``paretorag query --context-only`` on the demo index (this
-  project's README.md and docs/, methods vanilla and entity-walk, as ``make demo``
-  builds it), each in a fresh process: median and best of ``--repeats``, the two backends
+  project's README.md and docs/, method ``fusion``, as ``make demo`` builds it, asked with
+  the recommended method as ``make demo`` asks), each in a fresh process: median and best of ``--repeats``, the two backends
   alternating. ``torch`` is ``PARETORAG_EMBEDDER_BACKEND=torch`` (the path before the
   ONNX embedder), ``onnx`` the default.
 - ``warm_ms``: retrieval latency p50/p95 of vanilla and entity-walk on musique_dev200
@@ -40,9 +40,9 @@ BACKENDS = ("torch", "onnx")
 
 
 def demo_index(cache: Path) -> Path:
-    ix = cache / "demo-index"
+    ix = cache / "demo-fusion"
     if not (ix / "manifest.json").exists():
-        with RAG.open(ix, methods=["vanilla", "entity-walk"]) as rag:
+        with RAG.open(ix, methods=["fusion"]) as rag:
             rag.index([ROOT / "README.md", ROOT / "docs"])
     return ix
 
@@ -59,7 +59,7 @@ def cli_times(ix: Path, repeats: int) -> dict[str, dict[str, dict[str, float]]]:
     cli = [sys.executable, "-m", "paretorag.cli"]
     calls = {
         "help": ["--help"],
-        "query": ["query", QUESTION, "--index", str(ix), "--method", "entity-walk", "-k", "3"],
+        "query": ["query", QUESTION, "--index", str(ix), "-k", "3"],  # the recommended method
         "query_context_only": ["query", QUESTION, "--index", str(ix), "--context-only"],
     }
     times: dict[str, dict[str, list[float]]] = {b: {c: [] for c in calls} for b in BACKENDS}
