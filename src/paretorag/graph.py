@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from .errors import ConfigError
 from .types import FloatArray, IntArray
@@ -191,6 +190,8 @@ class Graph:
     @cached_property
     def component(self) -> np.ndarray:
         """Weakly connected component label per node."""
+        from scipy.sparse.csgraph import connected_components  # scipy.linalg with it: 0.1 s a query
+
         _, labels = connected_components(self.adjacency, directed=self.directed, connection="weak")
         return np.asarray(labels, dtype=np.int32)
 
