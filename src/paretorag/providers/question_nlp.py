@@ -34,8 +34,12 @@ _LOCK = threading.Lock()
 _NLP: dict[str, Language] = {}
 
 
-def _parser(model: str = MODEL) -> Language:
-    """spaCy with tagger, parser and NER (noun chunks need the parser), loaded once per process."""
+def parser(model: str = MODEL) -> Language:
+    """spaCy with tagger, parser and NER (noun chunks need the parser), loaded once per process.
+
+    The offline reader runs the same pipeline with its entity recogniser alone
+    (:func:`paretorag.reader.spans.pipeline`), so a query loads the model once.
+    """
     with _LOCK:
         nlp = _NLP.get(model)
         if nlp is None:
@@ -57,7 +61,7 @@ def _parser(model: str = MODEL) -> Language:
 def spacy_terms(text: str, *, noun_chunks: bool = True) -> list[str]:
     """Named entities (numbers and amounts left out), then noun chunks without a leading
     determiner or pronoun, of ``text``; each once, as first written."""
-    doc = _parser()(text)
+    doc = parser()(text)
     out: dict[str, str] = {}
     for ent in doc.ents:
         if ent.label_ not in _SKIP_LABELS:
