@@ -96,10 +96,19 @@ def pagerank(
     if total <= 0:
         raise ConfigError("personalization is all zero: give at least one seed node a positive weight")
     p = p / total
+    restart = (1.0 - d) * p
+    sinks = np.flatnonzero(dangling)  # gathered by index: the same sum, a fraction of the time
+    diff = np.empty(n)
     x = p.copy()
     for _ in range(max_iter):
-        nxt = d * (t @ x + float(x[dangling].sum()) * p) + (1.0 - d) * p
-        done = float(np.abs(nxt - x).sum()) < n * tol
+        # d * (T x + sinks' mass * p) + (1 - d) * p, in place, in the same order of operations
+        nxt = t @ x
+        if sinks.size:
+            nxt += float(x[sinks].sum()) * p
+        nxt *= d
+        nxt += restart
+        np.subtract(nxt, x, out=diff)
+        done = float(np.abs(diff, out=diff).sum()) < n * tol
         x = nxt
         if done:
             break
