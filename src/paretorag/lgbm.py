@@ -17,14 +17,20 @@ import numpy.typing as npt
 
 from .errors import ConfigError, IndexFormatError, MissingDependencyError
 
+# LightGBM's optional companions: its scikit-learn and pandas interfaces are not used
+# here, and importing them (scikit-learn brings scipy.stats) cost a query about a second
+NOT_USED = ("sklearn", "pandas", "pyarrow", "dask", "matplotlib", "graphviz")
+
 
 def lightgbm(purpose: str) -> Any:
-    """The ``lightgbm`` module, or an error naming ``purpose`` and the install command."""
+    """The ``lightgbm`` module (imported without :data:`NOT_USED`), or an error naming
+    ``purpose`` and the install command."""
+    from .imports import import_without
+
     try:
-        import lightgbm
+        return import_without("lightgbm", NOT_USED)
     except ImportError as exc:
         raise MissingDependencyError(f"{purpose} needs LightGBM: pip install lightgbm") from exc
-    return lightgbm
 
 
 def read_json(path: Path, retrain: str) -> dict[str, Any]:

@@ -82,9 +82,10 @@ def test_spacy_is_imported_without_torch_for_its_thread_only() -> None:
     code = textwrap.dedent(
         """
         import importlib.util, json, sys, threading
+        from paretorag import imports
         from paretorag.providers import nlp
         seen = {}
-        refuse = nlp._NoTorchHere.find_spec
+        refuse = imports.RefuseToThread.find_spec
         def spy(self, name, path=None, target=None):
             if name == "torch" and not seen:
                 def other():  # reads only: the import lock is held here
@@ -93,7 +94,7 @@ def test_spacy_is_imported_without_torch_for_its_thread_only() -> None:
                 t.start()
                 t.join()
             return refuse(self, name, path, target)
-        nlp._NoTorchHere.find_spec = spy
+        imports.RefuseToThread.find_spec = spy
         nlp.import_spacy()
         import thinc.compat
         seen["thinc_torch"] = thinc.compat.has_torch
@@ -107,3 +108,37 @@ def test_spacy_is_imported_without_torch_for_its_thread_only() -> None:
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen == {"entry": "'absent'", "findable": True, "thinc_torch": False, "loaded": False}
+
+
+def test_an_answered_fusion_query_imports_no_unused_companions(tmp_path, minilm):
+    """The recommended method with the offline reader: LightGBM without scikit-learn or pandas,
+    stems without NLTK, spaCy without torch (each cost a CLI query about a second)."""
+    (tmp_path / "a.md").write_text(
+        "# Snowy owl\n\nThe snowy owl lives in the Arctic tundra. It hunts lemmings."
+    )
+    (tmp_path / "b.md").write_text("# Honey bee\n\nHoney bees dance in Germany to share where flowers are.")
+    ix = tmp_path / "ix"
+    with RAG.open(ix, embedder=minilm, methods=["fusion"]) as rag:
+        rag.index([tmp_path / "a.md", tmp_path / "b.md"])
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from paretorag.cli import app
+        try:
+            app(json.loads(sys.argv[1]), standalone_mode=False)
+        except SystemExit:
+            pass
+        unused = ("torch", "sklearn", "pandas", "nltk", "scipy.stats")
+        print(json.dumps({"unused": sorted(m for m in unused if m in sys.modules),
+                          "used": sorted(m for m in ("lightgbm", "spacy", "Stemmer") if m in sys.modules)}))
+        """
+    )
+    q = ["query", "What does the snowy owl hunt?", "--index", str(ix), "--json"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(q)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert json.loads(lines[-1]) == {"unused": [], "used": ["Stemmer", "lightgbm", "spacy"]}
+    assert json.loads("\n".join(lines[:-1]))["method"] == "fusion"

@@ -38,10 +38,8 @@ same code (§3.2: the question's entities map onto the graph's vertices).
 
 from __future__ import annotations
 
-import importlib.abc
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -222,20 +220,7 @@ def _register_factory() -> None:
 
 
 _LOCK = threading.Lock()
-_IMPORT_LOCK = threading.RLock()
 _PIPELINES: dict[tuple[str, tuple[str, ...], bool, str, bool], Language] = {}
-
-
-class _NoTorchHere(importlib.abc.MetaPathFinder):
-    """An import finder that refuses ``torch`` to one thread only (the one importing spaCy)."""
-
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if (name == "torch" or name.startswith("torch.")) and threading.get_ident() == self.thread:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
 
 
 def import_spacy() -> Any:
@@ -244,27 +229,15 @@ def import_spacy() -> Any:
     thinc, spaCy's layer library, imports torch when it is installed (about a second)
     though ``en_core_web_sm`` runs on thinc's numpy ops only; a query that loads spaCy to
     read its passages would pay for torch without using it. So while this thread imports
-    spaCy, its ``import torch`` fails (an import finder that refuses torch to this thread
-    alone: other threads, which may be importing scipy or torch meanwhile, see nothing),
-    except when torch is loaded already or ``$PARETORAG_EMBEDDER_BACKEND=torch``.
+    spaCy, its ``import torch`` fails (:func:`paretorag.imports.import_without`: other
+    threads, which may be importing scipy or torch meanwhile, see nothing), except when
+    ``$PARETORAG_EMBEDDER_BACKEND=torch``.
     """
+    from ..imports import import_without
     from .onnx_embedder import BACKEND_ENV
 
-    # one import at a time: while a thread imports spaCy, sys.modules already holds the
-    # half-initialized module, and a second builder thread must not take it (spacy.load missing)
-    with _IMPORT_LOCK:
-        if "spacy" in sys.modules:
-            return sys.modules["spacy"]
-        hide = "torch" not in sys.modules and os.environ.get(BACKEND_ENV, "").strip().lower() != "torch"
-        finder = _NoTorchHere() if hide else None
-        if finder is not None:
-            sys.meta_path.insert(0, finder)
-        try:
-            import spacy
-        finally:
-            if finder is not None:
-                sys.meta_path.remove(finder)
-        return spacy
+    torch_here = os.environ.get(BACKEND_ENV, "").strip().lower() == "torch"
+    return import_without("spacy", () if torch_here else ("torch",))
 
 
 def load_pipeline(
