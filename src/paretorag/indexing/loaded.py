@@ -12,7 +12,6 @@ import numpy as np
 from ..errors import DamagedIndexError, MissingStructureError
 from ..manifest import Manifest
 from ..providers.base import LLM, Embedder, Tokenizer
-from ..providers.coalesce import QueryCoalescer
 from ..providers.question_nlp import QuestionNLP
 from ..store import ChunkTable, Store
 from ..structures import StructureData, load_structure
@@ -60,8 +59,6 @@ class LoadedIndex:
         self._llm_for = llm_for
         self._memo: dict[str, Any] = {}
         self._query_vectors: dict[str, FloatArray] = {}
-        # questions asked by several threads at once share one forward pass (the server)
-        self._questions = QueryCoalescer(embedder.embed)
         self._structures: dict[str, StructureData] = {}
         # threads sharing this view load each structure and memo once: one lock per key
         self._locks: dict[str, threading.Lock] = {}
@@ -76,7 +73,7 @@ class LoadedIndex:
         if vec is None:
             if len(self._query_vectors) >= 4096:
                 self._query_vectors.clear()
-            vec = self._query_vectors[text] = self._questions.embed_one(text)
+            vec = self._query_vectors[text] = self._embedder.embed([text])[0]
         return vec
 
     def forget_queries(self) -> None:
