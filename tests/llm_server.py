@@ -66,3 +66,74 @@ def scripted_server(
     finally:
         server.shutdown()
         server.server_close()
+
+
+class StreamLog:
+    """What a :func:`slow_stream_server` saw: streams started, pieces sent, streams whose
+    client closed the connection before the end (the upstream request was cancelled)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started = 0
+        self.sent = 0
+        self.cut = 0
+        self.finished = 0
+
+
+@contextmanager
+def slow_stream_server(words: int = 600, delay: float = 0.1) -> Iterator[tuple[str, StreamLog]]:
+    """An OpenAI-compatible chat server on 127.0.0.1 whose streamed answers send ``words``
+    pieces, one every ``delay`` seconds (a slow model); yields (base_url, log)."""
+    log = StreamLog()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            if not body.get("stream"):
+                raw = ok_body("otters [1]")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+                return
+            with log.lock:
+                log.started += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()  # HTTP/1.0: the body ends when the connection closes
+            try:
+                for i in range(words):
+                    chunk = {
+                        "id": "chatcmpl-slow",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": body.get("model", "slow"),
+                        "choices": [{"index": 0, "delta": {"content": f"w{i} "}, "finish_reason": None}],
+                    }
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    with log.lock:
+                        log.sent += 1
+                    time.sleep(delay)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with log.lock:
+                    log.cut += 1
+                return
+            with log.lock:
+                log.finished += 1
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", log
+    finally:
+        server.shutdown()
+        server.server_close()

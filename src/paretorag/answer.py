@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from contextlib import closing
 
 from .context import pack
 from .errors import ConfigError
@@ -77,9 +78,12 @@ def generate(
         text = llm.complete(request).text.strip()
     else:
         pieces: list[str] = []
-        for piece in stream_text(llm, request):
-            pieces.append(piece)
-            on_token(piece)
+        # closed at once if on_token raises (a streamed answer whose client went away): that
+        # closes the backend's stream, and with it the HTTP request to the model server
+        with closing(stream_text(llm, request)) as stream:
+            for piece in stream:
+                pieces.append(piece)
+                on_token(piece)
         text = "".join(pieces).strip()
     return text, citations(text, context)
 

@@ -1,16 +1,22 @@
-"""Stopping a build promptly on Ctrl-C.
+"""Stopping a build promptly on Ctrl-C (and on SIGTERM, the same way).
 
 The main thread receives ``KeyboardInterrupt``; builders run in worker threads. The
 indexer sets a :class:`threading.Event`, and the progress bars and LLM clients handed to
 builders raise :class:`Cancelled` at their next step, so every thread stops within one
 step (one chunk, one LLM call) instead of finishing its whole structure.
+
+SIGTERM (``kill PID``, a service manager, a container stop) raises :class:`Terminated`, a
+``KeyboardInterrupt``, in the main thread once :func:`raise_on_sigterm` is set: every
+clean-up written for Ctrl-C runs for it too, and the command exits 143 instead of 130.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from types import FrameType
 
 from .progress import Progress, ProgressTask
 from .providers.base import LLM, Completion, Request, is_generative
@@ -18,6 +24,38 @@ from .providers.base import LLM, Completion, Request, is_generative
 
 class Cancelled(BaseException):
     """Raised inside a builder thread once the build was interrupted (not an error)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where Ctrl-C raises ``KeyboardInterrupt``."""
+
+
+_sigterm = threading.Event()
+
+
+def raise_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM raise :class:`Terminated` in the main thread; returns what puts the previous
+    handler back. Off the main thread (where no handler can be set) it does nothing. A second
+    SIGTERM during the clean-up is ignored, so that the clean-up finishes."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not _sigterm.is_set():
+            _sigterm.set()
+            raise Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def sigterm_received() -> bool:
+    """Whether this process was stopped by SIGTERM (through :func:`raise_on_sigterm`)."""
+    return _sigterm.is_set()
 
 
 def check(event: threading.Event) -> None:

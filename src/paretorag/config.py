@@ -28,7 +28,9 @@ the file, the built-in default. The file is ``--config PATH`` (a global option),
 
 The file holds settings only (no secrets: API keys stay in ``PARETORAG_API_KEYS`` /
 ``OPENAI_API_KEY``). An unknown key is an error naming the file, the key and the nearest
-valid one; a file that is not TOML is an error naming its line.
+valid one; a file that is not UTF-8 or not TOML is an error naming its line. A bad value of a
+``[method.*]`` or ``[set.*]`` setting, found when the method or builder uses it, is said with
+the file, table and key (or the variable, or the flag) that gave it: :func:`explained`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, ParetoragError, SettingError
 
 FILENAME = "paretorag.toml"
 CONFIG_ENV = "PARETORAG_CONFIG"
@@ -62,6 +64,15 @@ def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError("a positive integer, e.g. 8")
     return value
+
+
+def _top_k(value: Any) -> int:
+    from .types import MAX_K
+
+    k = _positive_int(value)
+    if k > MAX_K:
+        raise ValueError(f"at most {MAX_K} (the limit of every entry point), e.g. 8")
+    return k
 
 
 def _positive_float(value: Any) -> float:
@@ -103,7 +114,7 @@ KEYS: dict[str, Key] = {
     "index.methods": Key(
         _names, "PARETORAG_METHODS", "--methods", None, "methods `index` builds for: the index's own"
     ),
-    "index.k": Key(_positive_int, "PARETORAG_K", "-k", None, "passages to retrieve (default: the method's)"),
+    "index.k": Key(_top_k, "PARETORAG_K", "-k", None, "passages to retrieve (default: the method's)"),
     "llm.model": Key(_text, "PARETORAG_LLM", "--llm", None, "the LLM (default: the index's own)"),
     "llm.max_wait": Key(
         _positive_float, "PARETORAG_LLM_MAX_WAIT", "--llm-max-wait", 300.0, "seconds per LLM call"
@@ -133,6 +144,11 @@ def _nearest(name: str, candidates: list[str]) -> str:
     if not close:  # "k" or "model" written at the top: the key that ends with it
         close = [c for c in candidates if c.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]][:1]
     return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(candidates)}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The value a setting gave is the value a check refused (``1`` is not ``True``)."""
+    return type(a) is type(b) and bool(a == b)
 
 
 def _scalar(name: str, value: Any) -> bool:
@@ -222,6 +238,12 @@ class Config:
         try:
             with open(file, "rb") as fh:
                 data = tomllib.load(fh)
+        except UnicodeDecodeError as exc:
+            line = exc.object[: exc.start].count(b"\n") + 1
+            raise ConfigError(
+                f"{file} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}, "
+                f"line {line}); save it as UTF-8"
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{file} is not valid TOML: {exc}; fix that line") from None
         except OSError as exc:
@@ -257,6 +279,11 @@ class Config:
             for name, value in values.items():
                 key = f"{section}.{owner}.{name}"
                 target.setdefault(owner, {})[name] = Setting(key, value, "file", str(file))
+
+    def add_set_flags(self, items: list[str]) -> None:
+        """A command's ``--set`` items, over the file's and the variable's (the builders check
+        their names and values when they are used)."""
+        self._put_set(items, "flag", "--set", "--set")
 
     # -- reading ---------------------------------------------------------------
     def value(self, key: str) -> Any:
@@ -310,6 +337,55 @@ class Config:
         self.check()
         return {n: s.value for n, s in self.methods[method].items()}
 
+    def explain(self, exc: SettingError, method: str | None = None) -> ConfigError | None:
+        """``exc`` said by the setting that gave its value: ``FILE [method.METHOD] NAME``,
+        ``FILE [set.STRUCTURE] NAME``, ``$PARETORAG_SET STRUCTURE.NAME`` or ``--set
+        STRUCTURE.NAME`` (None: no setting of ``method`` or of a builder gave it)."""
+        found = self._method_setting(exc, method) if method else None
+        found = found or self._builder_setting(exc)
+        if found is None:
+            return None
+        return ConfigError(f"{found}: must {exc.rule}, got {exc.value!r}")
+
+    def _method_setting(self, exc: SettingError, method: str) -> str | None:
+        from .methods.base import get_method
+
+        values = self.methods.get(method, {})
+        if not values:
+            return None
+        try:
+            m = get_method(method)
+        except ConfigError:
+            return None
+        params = m.get_params(deep=True)
+        aliases: Mapping[str, tuple[str, ...]] = getattr(type(m), "aliases", {})
+        for name, s in values.items():
+            if not _same(s.value, exc.value):
+                continue
+            for target in aliases.get(name, (name,)):
+                path, _, leaf = target.rpartition("__")
+                owner = params.get(path) if path else m
+                if leaf == exc.name and type(owner).__name__ == exc.owner:
+                    return f"{self._where(s)} [method.{method}] {name}"
+        return None
+
+    def _builder_setting(self, exc: SettingError) -> str | None:
+        from .graphs.base import builder_class
+
+        for structure, values in self.builders.items():
+            try:
+                owner = builder_class(structure).__name__
+            except ConfigError:
+                continue
+            s = values.get(exc.name)
+            if owner != exc.owner or s is None or not _same(s.value, exc.value):
+                continue
+            if s.source == "file":
+                return f"{s.origin} [set.{structure}] {exc.name}"
+            where = f"${s.origin}" if s.source == "env" else s.origin  # $PARETORAG_SET or --set
+            return f"{where} {structure}.{exc.name}"
+        return None
+
     def rows(self) -> list[Setting]:
         """Every effective setting, scalars first, then ``set.*`` and ``method.*``."""
         out = list(self.settings.values())
@@ -339,6 +415,16 @@ def selected_path() -> Path | None:
     return path
 
 
+def explained(exc: ParetoragError, method: str | None = None) -> ParetoragError:
+    """``exc`` as the command line says it: a :class:`~paretorag.errors.SettingError` whose value
+    came from this invocation's file, variable or ``--set`` names them instead of a class
+    (``method``: the method that answered, whose ``[method.*]`` table applied)."""
+    cfg: Config | None = _SELECTED["config"]
+    if isinstance(exc, SettingError) and cfg is not None:
+        return cfg.explain(exc, method) or exc
+    return exc
+
+
 def active() -> Config:
     """The configuration of this invocation, loaded on first use."""
     if _SELECTED["config"] is None:
@@ -347,4 +433,14 @@ def active() -> Config:
     return cfg
 
 
-__all__ = ["CONFIG_ENV", "FILENAME", "KEYS", "Config", "Setting", "active", "select", "selected_path"]
+__all__ = [
+    "CONFIG_ENV",
+    "FILENAME",
+    "KEYS",
+    "Config",
+    "Setting",
+    "active",
+    "explained",
+    "select",
+    "selected_path",
+]

@@ -4,6 +4,7 @@
 
     ParetoragError
     ├── ConfigError            a setting or argument is invalid (names it and the fix)
+    │   └── SettingError       a setting of an operator, method or builder (its class and rule)
     ├── InputError             a file, directory or question cannot be used
     │   └── QuestionError      an empty or oversized question
     ├── IndexFormatError       an index directory is missing, empty, damaged or too new
@@ -30,6 +31,26 @@ class ParetoragError(Exception):
 
 class ConfigError(ParetoragError, ValueError):
     """A setting or argument has an invalid value."""
+
+
+class SettingError(ConfigError):
+    """A setting of an operator, method or builder has an invalid value.
+
+    The message names the class (``ChunkVDB.k must be a positive integer, got 'abc'``), as the
+    Python API sets it; ``owner``, ``name``, ``value`` and ``rule`` (``"be a positive integer"``)
+    let the command line and the configuration file say it in their own terms instead (the
+    file, table and key, the variable or the flag that gave the value).
+    """
+
+    def __init__(self, owner: str, name: str, value: object, rule: str) -> None:
+        super().__init__(f"{owner}.{name} must {rule}, got {value!r}")
+        self.owner = owner
+        self.name = name
+        self.value = value
+        self.rule = rule
+
+    def __reduce__(self) -> tuple[type[SettingError], tuple[str, str, object, str]]:
+        return (type(self), (self.owner, self.name, self.value, self.rule))
 
 
 class InputError(ParetoragError, ValueError):
@@ -99,5 +120,6 @@ __all__ = [
     "ParetoragError",
     "ProviderError",
     "QuestionError",
+    "SettingError",
     "StorageError",
 ]

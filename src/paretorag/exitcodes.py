@@ -17,6 +17,9 @@ code  name         meaning
                    of a supported type (or named on the command line) could not be read;
                    they are listed on stderr
 130   INTERRUPTED  stopped by Ctrl-C (SIGINT), as a shell reports it; what was kept is said
+143   TERMINATED   stopped by SIGTERM (``kill``, a service manager, a container stop), with
+                   the clean-up of Ctrl-C; ``paretorag: stopped (SIGTERM)`` on stderr
+                   (``serve`` and ``mcp`` keep their own shutdown)
 ====  ===========  ==================================================================
 """
 
@@ -27,6 +30,7 @@ FAILED = 1
 ERROR = 2
 PARTIAL = 3
 INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process that SIGTERM ended
 
 CODES: dict[int, str] = {
     OK: "done",
@@ -34,4 +38,5 @@ CODES: dict[int, str] = {
     ERROR: "nothing done: usage error or paretorag error (message on stderr)",
     PARTIAL: "index/insert committed the readable files; some files could not be read (listed)",
     INTERRUPTED: "interrupted (Ctrl-C)",
+    TERMINATED: "stopped by SIGTERM (as Ctrl-C, what was kept is said)",
 }

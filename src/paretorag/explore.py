@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import ConfigError, MissingStructureError
+from .graph_mentions import PassageWords, mentions, name_stems
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -301,11 +302,34 @@ def relations(ref: GraphRef, q: str | None = None, limit: int = 50) -> list[dict
     return [edge_row(ref, edges, j) for j in keep[:limit]]
 
 
+def aliases(ref: GraphRef) -> dict[int, list[str]]:
+    """The other names of each node that has some: the nodes its ``synonym`` edges join it to
+    (the KG's), memoized."""
+
+    def compute() -> dict[int, list[str]]:
+        edges = edge_list(ref)
+        out: dict[int, list[str]] = {}
+        names = ref.graph.names
+        for j, relation in enumerate(edges["relation"]):
+            if relation == "synonym":
+                s, d = int(edges["src"][j]), int(edges["dst"][j])
+                if s != d:
+                    out.setdefault(s, []).append(names[d])
+                    out.setdefault(d, []).append(names[s])
+        return {i: list(dict.fromkeys(found)) for i, found in out.items()}
+
+    found: dict[int, list[str]] = ref.view.cached(f"explore:aliases:{ref.structure}", compute)
+    return found
+
+
 def _subgraph(
     ref: GraphRef, nodes: list[int], seeds: dict[int, float], retrieved: dict[int, float], max_edges: int
 ) -> dict[str, Any]:
-    """Nodes (with their passage ids, retrieved first), the edges among them, and the passages."""
+    """Nodes (with their passage ids, retrieved first, their other names and the sentences of
+    those passages that name them), the edges among them, and the passages."""
     chunks = ref.view.chunks
+    other_names = aliases(ref)
+    read: dict[int, PassageWords] = {}
     edges = edge_list(ref)
     src, dst, w = edges["src"], edges["dst"], edges["weight"]
     inside = np.flatnonzero(np.isin(src, nodes) & np.isin(dst, nodes)) if nodes else np.zeros(0, np.int64)
@@ -321,6 +345,13 @@ def _subgraph(
         row["passage_ids"] = [chunks.ids[r] for r in listed]
         row["seed"] = i in seeds
         row["score"] = round(float(seeds.get(i, 0.0)), 6)
+        row["aliases"] = list(other_names.get(i, []))
+        wanted = name_stems([ref.graph.names[i], *row["aliases"]])
+        row["mentions"] = []
+        for r in listed:
+            passage = read.get(r) or read.setdefault(r, PassageWords(chunks.texts[r]))
+            for m in mentions(passage, wanted):
+                row["mentions"].append({"chunk_id": chunks.ids[r], **m})
         out_nodes.append(row)
     out_edges = [edge_row(ref, edges, int(j)) for j in inside]
     passages = {
@@ -409,6 +440,7 @@ def _check_sizes(max_nodes: int, max_edges: int) -> None:
 __all__ = [
     "PREFERRED",
     "GraphRef",
+    "aliases",
     "builds_hint",
     "edge_list",
     "entities",

@@ -87,6 +87,38 @@ def _print_rows(rows: list[dict[str, Any]], cols: list[str], as_json: bool, what
     out.print(t)
 
 
+def _relation_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The columns of a relation table: ``relation`` only for a graph whose edges carry one (a KG)."""
+    cols = ["source_name", "relation", "target_name", "weight", "passages"]
+    if rows and "relation" not in rows[0]:
+        cols.remove("relation")
+    return cols
+
+
+def _print_neighborhood(data: dict[str, Any]) -> None:
+    """A neighborhood as the other ``graph`` commands print: a line saying around what, the
+    nodes, the edges among them and, for a question, the passages it retrieved."""
+    nodes, edges = data["nodes"], data["edges"]
+    around = (
+        f"entity {data['entity']!r}"
+        if "entity" in data
+        else f"{data['question']!r} ({data['method']}, {len(data['retrieved'])} passage(s) retrieved)"
+    )
+    more = "; more nodes than --max-nodes" if data.get("truncated") else ""
+    out.print(
+        f"{escape(data['structure'])} around {escape(around)}: {len(nodes)} nodes, {len(edges)} edges{more}"
+    )
+    node_cols = ["name", "kind", "degree", "passages", "id"] + (["score"] if "question" in data else [])
+    _print_rows(nodes, node_cols, False, "nodes")
+    if edges:
+        _print_rows(edges, _relation_columns(edges), False, "edges")
+    passages = data.get("passages", {})
+    for i, chunk_id in enumerate(data.get("retrieved", []), start=1):
+        p = passages.get(chunk_id)
+        title = f"{p['title']} " if p else ""
+        out.print(f"[cyan]\\[{i}][/] {escape(title)}({escape(chunk_id)})")
+
+
 @graph_app.command("entities")
 def entities_command(
     index_dir: Path = IndexOpt,
@@ -118,10 +150,7 @@ def relations_command(
 
     with _graph(index_dir, structure) as (_, ref):
         rows = relations(ref, q, limit)
-        cols = ["source_name", "relation", "target_name", "weight", "passages"]
-        if rows and "relation" not in rows[0]:
-            cols.remove("relation")
-        _print_rows(rows, cols, as_json, "relations")
+        _print_rows(rows, _relation_columns(rows), as_json, "relations")
 
 
 @graph_app.command("neighborhood")
@@ -132,8 +161,11 @@ def neighborhood_command(
     method: str | None = typer.Option(None, "--method", "-m", help="Retrieval method (for --question)."),
     max_nodes: int = typer.Option(40, "--max-nodes", help="Nodes at most."),
     structure: str | None = StructureOpt,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: nodes with their passages and mentions, edges, passages."
+    ),
 ) -> None:
-    """The subgraph around a question's retrieved passages, or around one entity, as JSON."""
+    """The subgraph around a question's retrieved passages, or around one entity: its nodes and edges."""
     from .explore import entity_neighborhood, question_neighborhood
 
     if (question is None) == (entity is None):
@@ -146,7 +178,10 @@ def neighborhood_command(
             data = question_neighborhood(
                 rag, question or "", structure=ref.structure, method=method, max_nodes=max_nodes
             )
+    if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+        return
+    _print_neighborhood(data)
 
 
 __all__ = ["graph_app"]

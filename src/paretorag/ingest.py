@@ -52,6 +52,13 @@ def doc_id_for(title: str, text: str) -> str:
     return hashlib.sha256(f"{title}\x00{text}".encode()).hexdigest()[:16]
 
 
+def document_key(path: str | Path, key: str = "") -> str:
+    """The key ``index`` stores a file's documents under: ``key`` (its ``--id``), else the
+    file's absolute path (symbolic links resolved; a relative path is taken from the current
+    directory). Unlike the document id, it stays the same when the file is edited."""
+    return key or str(Path(path).resolve())
+
+
 def make_document(title: str, text: str, source: str, *, presplit: bool = False) -> Document:
     return Document(doc_id_for(title, text), title, text, source, presplit)
 
@@ -374,7 +381,7 @@ def read_paths(
 
     def read(f: Path) -> None:
         found = read_file(f, problems)
-        docs.extend(dataclasses.replace(d, key=key or str(f.resolve())) for d in found)
+        docs.extend(dataclasses.replace(d, key=document_key(f, key)) for d in found)
 
     for path in items:
         if not path.exists():

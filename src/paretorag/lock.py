@@ -161,19 +161,24 @@ def leased_files(root: Path) -> tuple[set[str], set[str]]:
     return stems, dirs
 
 
-def collect_garbage(root: Path, stem: str, structure_dirs: Iterable[str]) -> None:
+def collect_garbage(root: Path, stem: str, structure_dirs: Iterable[str]) -> list[str]:
     """Delete vector files and structure directories that neither the committed manifest
-    (``stem``, ``structure_dirs``) nor a live reader names. Call under the writer lock."""
+    (``stem``, ``structure_dirs``) nor a live reader names. Call under the writer lock.
+    Returns what was deleted (``vectors/NAME``, ``structures/DIR``)."""
     leased_stems, leased_dirs = leased_files(root)
     keep_stems = {s for s in (stem, *leased_stems) if s}
+    removed: list[str] = []
     vdir = root / "vectors"
     if vdir.exists():
-        for f in vdir.iterdir():
+        for f in sorted(vdir.iterdir()):
             if not any(f.name.startswith(f"{s}.") for s in keep_stems):
                 f.unlink(missing_ok=True)
+                removed.append(f"vectors/{f.name}")
     keep = set(structure_dirs) | leased_dirs
     sdir = root / "structures"
     if sdir.exists():
-        for d in sdir.iterdir():
+        for d in sorted(sdir.iterdir()):
             if d.name not in keep:
                 shutil.rmtree(d, ignore_errors=True)
+                removed.append(f"structures/{d.name}")
+    return removed

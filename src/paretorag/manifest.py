@@ -9,6 +9,7 @@ vector files and structure directories in use. Anything not named there is ignor
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -124,3 +125,28 @@ class Manifest:
             model_calls={str(k): dict(v) for k, v in dict(data.get("model_calls", {})).items()},
             generation=int(data.get("generation", 0)),
         )
+
+
+def not_an_index(root: Path) -> str:
+    """Why ``root`` opens no index, and the fix: the near name of an index beside it ("did you
+    mean --index ix-fusion?", by difflib), else the indexes beside it, else how to build one
+    or name one in ``paretorag.toml``."""
+    head = f"{root} is not a paretorag index (no {FILENAME})"
+    parent = root.parent
+    try:
+        indexes = sorted(p.name for p in parent.iterdir() if p.name != root.name and (p / FILENAME).is_file())
+    except OSError:  # the parent is missing or unreadable: no neighbour to suggest
+        indexes = []
+    close = difflib.get_close_matches(root.name, indexes, n=1, cutoff=0.6)
+    if close:
+        return f"{head}; did you mean --index {parent / close[0]}?"
+    if indexes:
+        shown = ", ".join(str(parent / n) for n in indexes[:5]) + (", ..." if len(indexes) > 5 else "")
+        return (
+            f"{head}; indexes beside it: {shown}. Pass one with --index, or build this one with "
+            f"`paretorag index FILES --index {root}`"
+        )
+    return (
+        f"{head}; build it with `paretorag index FILES --index {root}` first, or name an existing index "
+        'with --index DIR, or once in paretorag.toml ([index] path = "DIR") or $PARETORAG_INDEX'
+    )

@@ -26,13 +26,13 @@ from pydantic import Field
 
 from . import __version__
 from .errors import ConfigError, MissingDependencyError, ParetoragError
+from .types import MAX_K
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from .rag import RAG
 
-MAX_K = 100
 INSTRUCTIONS = (
     "Graph-based retrieval over one document index. `search` returns ranked passages with their "
     "document ids, titles and scores (no LLM call); `answer` answers a question with citations "

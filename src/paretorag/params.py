@@ -13,7 +13,7 @@ import inspect
 import math
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, SettingError
 
 T = TypeVar("T", bound="Params")
 
@@ -86,17 +86,17 @@ class Params:
 def check_positive_int(owner: object, name: str, value: object) -> int:
     """Validate a positive integer setting, naming the owner in the error."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a positive integer, got {value!r}")
+        raise SettingError(type(owner).__name__, name, value, "be a positive integer")
     return value
 
 
 def check_fraction(owner: object, name: str, value: object, *, closed: bool = True) -> float:
     """Validate a setting in [0, 1]."""
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a number, got {value!r}")
+        raise SettingError(type(owner).__name__, name, value, "be a number")
     v = float(value)
     if not (0.0 <= v <= 1.0) or (not closed and v in (0.0, 1.0)):
-        raise ConfigError(f"{type(owner).__name__}.{name} must lie in [0, 1], got {value!r}")
+        raise SettingError(type(owner).__name__, name, value, "lie in [0, 1]")
     return v
 
 
@@ -104,12 +104,12 @@ def check_nonneg_number(owner: object, name: str, value: object, hint: str = "")
     """Validate a finite number >= 0 (weights, exponents); ``hint`` names the default."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         extra = f" ({hint})" if hint else ""
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a number >= 0{extra}, got {value!r}")
+        raise SettingError(type(owner).__name__, name, value, f"be a number >= 0{extra}")
     return float(value)
 
 
 def check_nonneg_int(owner: object, name: str, value: object) -> int:
     """Validate a non-negative integer setting (hops, depths), naming the owner in the error."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{type(owner).__name__}.{name} must be a non-negative integer, got {value!r}")
+        raise SettingError(type(owner).__name__, name, value, "be a non-negative integer")
     return value

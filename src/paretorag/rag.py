@@ -31,7 +31,7 @@ from .errors import (
 )
 from .indexing.embed_cache import CachedEmbedder
 from .jobtable import pending_work
-from .manifest import FILENAME, IndexConfig, Manifest
+from .manifest import FILENAME, IndexConfig, Manifest, not_an_index
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
 from .providers.base import LLM, Embedder, is_generative
@@ -42,7 +42,7 @@ from .repair import recover_manifest
 from .session import QUERY_USAGE, IndexReport, IndexSession, manifest_stamp
 from .settings import OpenSettings
 from .store import Store
-from .types import Answer, Budget, Citation, Context, ContextItem, Usage
+from .types import MAX_K, Answer, Budget, Citation, Context, ContextItem, Usage
 
 MAX_QUESTION_CHARS = 10_000
 READERS = ("reader", "extractive", "llm")
@@ -169,9 +169,7 @@ class RAG(IndexSession):
         created = False
         if manifest is None:
             if not create:
-                raise IndexFormatError(
-                    f"{root} is not a paretorag index (no {FILENAME}); run `paretorag index` first"
-                )
+                raise IndexFormatError(not_an_index(root))
             if root.exists() and any(root.iterdir()) and not (root / Store.FILENAME).exists():
                 raise IndexFormatError(
                     f"{root} is a non-empty directory that is not an index; choose a new or empty one"
@@ -243,8 +241,10 @@ class RAG(IndexSession):
         its structures.
         """
         question = _validate_question(question)
-        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-            raise ConfigError(f"k must be a positive integer (passages to retrieve), got {k!r}")
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K):
+            raise ConfigError(
+                f"k must be an integer from 1 to {MAX_K} (passages to retrieve), got {k!r}; e.g. k=5"
+            )
         method = method or self.default_method()
         m = get_method(method, **params)
         view = self.view
@@ -296,7 +296,8 @@ class RAG(IndexSession):
     ) -> Answer:
         """Answer a question with ``method``; returns text, citations, contexts, usage and timings.
 
-        ``budget`` caps the context in tokens (default: unbounded; methods such as
+        ``k`` is the passages to retrieve, 1 to :data:`~paretorag.types.MAX_K` (100; default:
+        the method's own). ``budget`` caps the context in tokens (default: unbounded; methods such as
         g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
         caps the answer's length; ``on_token`` receives the answer's pieces as the LLM
         streams them. ``reader`` chooses who answers (:data:`READERS`): by default a
@@ -358,11 +359,12 @@ class RAG(IndexSession):
             if on_token is not None:
                 on_token(text)
         elif not context_only and retrieval.generation == "map-reduce":
-            window = getattr(self._base_llm(), "context_window", None)
+            base = self._base_llm() if who == "llm" else self._extractive()
+            window = getattr(base, "context_window", None)
             batch = BATCH_TOKENS  # a map batch must fit the window with the prompt and the answer
             if isinstance(window, int) and window > 0:
                 batch = max(64, min(batch, window - max_answer_tokens - 600 - WINDOW_MARGIN))
-            llm = self._llm_for(usage, "query.answer")
+            llm = self._llm_for(usage if who == "llm" else Usage(), "query.answer", base)
             text, cites, _ = map_reduce(
                 llm,
                 question.strip(),
@@ -373,7 +375,7 @@ class RAG(IndexSession):
                 max_tokens=max_answer_tokens,
             )
         elif not context_only:
-            base = self._base_llm() if who != "extractive" else self._extractive()
+            base = self._base_llm() if who == "llm" else self._extractive()
             ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
                 base,
                 question.strip(),
@@ -384,7 +386,8 @@ class RAG(IndexSession):
                 max_answer_tokens=max_answer_tokens,
                 context_text=evidence,
             )
-            llm = self._llm_for(usage, "query.answer", base)
+            # the extractive answerer runs no model: its answer is cached, not counted as an LLM call
+            llm = self._llm_for(usage if who == "llm" else Usage(), "query.answer", base)
             text, cites = generate(
                 llm,
                 question.strip(),

@@ -44,6 +44,9 @@ class RepairReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rebuilt: bool = False
+    removed: list[str] = field(default_factory=list)
+    """Files of earlier generations no manifest or reader names (a writer killed between its
+    commit and its garbage collection leaves them), deleted."""
 
 
 def recover_manifest(root: Path, store: Store | None = None) -> tuple[Manifest, str]:

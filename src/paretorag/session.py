@@ -30,7 +30,7 @@ from .indexing.loaded import LoadedIndex
 from .indexing.plan import structure_plan, vector_stem
 from .ingest import Problem, read_paths
 from .jobtable import ORIGINS_KEY, JobTable, clear_origins, committed_doc_ids, describe_origins, note_origin
-from .lock import ReaderLease, WriterLock
+from .lock import ReaderLease, WriterLock, collect_garbage
 from .manifest import FILENAME, Manifest
 from .methods.base import get_method
 from .progress import Progress
@@ -42,7 +42,7 @@ from .repair import RepairReport, check, recover_manifest, remove
 from .settings import OpenSettings
 from .store import Store
 from .types import Document, Usage
-from .updates import plan_updates
+from .updates import ids_named, plan_updates
 from .vectors import resolve_ann
 
 if TYPE_CHECKING:
@@ -352,18 +352,20 @@ class IndexSession:
 
         Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
         id whose delete was interrupted is accepted, and the delete is finished. A document's
-        key (the ``--id`` it was indexed with, or its file's path) names its documents too.
+        key (the ``--id`` it was indexed with, or its file's path, relative or absolute) names
+        its documents too (:func:`paretorag.updates.ids_named`).
         """
-        ids = list(doc_ids)
+        names = list(doc_ids)
         with self._locked():
-            known = self.store.all_document_ids()
-            ids = [x for i in ids for x in ([i] if i in known else self._ids_with_key(i) or [i])]
-            unknown = [i for i in ids if i not in known]
+            named = {n: ids_named(self.store, n) for n in names}
+            unknown = [n for n in names if not named[n]]
             if unknown:
                 raise InputError(
-                    f"unknown document ids: {', '.join(unknown)}; list the ids with "
-                    f"`paretorag inspect --index {self.root} --documents`"
+                    f"unknown document ids: {', '.join(unknown)}; name a document by its id (list the ids "
+                    f"with `paretorag inspect --index {self.root} --documents`), the --id it was indexed "
+                    "with, or its file's path"
                 )
+            ids = list(dict.fromkeys(i for n in names for i in named[n]))
             self._finishing(committed_doc_ids(self.root, self.manifest), self.store.live_document_ids())
             if ids:
                 note_origin(self.store, self.origin)
@@ -371,10 +373,6 @@ class IndexSession:
             if removed or self._needs_commit():
                 self._commit(progress)
         return removed
-
-    def _ids_with_key(self, key: str) -> list[str]:
-        found = self.store.ids_with_key(key)
-        return found or (self.store.ids_with_key(str(Path(key).resolve())) if key.strip() else [])
 
     def repair(self, *, progress: Progress | None = None) -> RepairReport:
         """Rebuild whatever the manifest names that is missing or unreadable, from SQLite, the
@@ -393,8 +391,11 @@ class IndexSession:
                 )
             remove(problems)
             if problems or self._damaged or self._needs_commit():
-                self._commit(progress)
+                self._commit(progress)  # its garbage collection follows
                 report.rebuilt = True
+            else:  # a writer killed between its commit and its garbage collection
+                dirs = [str(info.get("dir", "")) for info in self.manifest.structures.values()]
+                report.removed = collect_garbage(self.root, self.manifest.vectors, dirs)
         return report
 
     def check(self) -> list[str]:

@@ -271,17 +271,6 @@ class Store:
         )
 
     @_guarded
-    def ids_with_key(self, key: str) -> list[str]:
-        """Live documents stored under ``key`` (a file's absolute path, or an ``--id``)."""
-        with self._lock:
-            return [
-                str(r[0])
-                for r in self._conn.execute(
-                    "SELECT doc_id FROM documents WHERE doc_key=? AND deleted=0 ORDER BY seq", (key,)
-                )
-            ]
-
-    @_guarded
     def keyed_documents(self) -> list[tuple[str, str | None, str, bool, bool]]:
         """``(doc_id, key, source, presplit, deleted)`` of every stored document, in insertion order
         (``key`` is None for documents stored before keys existed)."""

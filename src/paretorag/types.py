@@ -21,6 +21,11 @@ from .errors import ConfigError
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
 
+MAX_K = 100
+"""The most passages one question may retrieve (``k``), the same at every entry point: the
+``-k`` flag, ``index.k`` of paretorag.toml and ``$PARETORAG_K``, :meth:`paretorag.RAG.query`,
+the HTTP API and the MCP tools."""
+
 
 @dataclass(frozen=True)
 class Document:
@@ -308,6 +313,7 @@ class Answer:
 
 
 __all__ = [
+    "MAX_K",
     "Answer",
     "Budget",
     "Chunk",

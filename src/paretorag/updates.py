@@ -11,7 +11,8 @@ folders is gone are removed in the same commit.
 
 Documents stored before keys existed (``doc_key`` NULL) are matched by their ``source``.
 Two files with the same name and text are one document (its id is a content hash); it keeps
-the key of the file that stored it first.
+the key of the file that stored it first. The id changes with every edit; the key does not,
+so ``delete`` takes either (:func:`ids_named`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .ingest import document_key
 from .store import Store
 from .types import Document
 
@@ -65,6 +67,34 @@ def stored_key(key: str | None, source: str, presplit: bool, seen: dict[str, str
     if seen is not None:
         seen[source] = found
     return found
+
+
+def ids_named(store: Store, name: str) -> list[str]:
+    """The stored documents ``name`` names, as ``delete`` reads it (empty when none).
+
+    In order, the first that matches: a document id; a key (an ``--id``, or a file's path
+    resolved as ``index`` resolves it, :func:`paretorag.ingest.document_key`); the file the
+    documents were read from (documents indexed with ``--id``, or before keys existed).
+    Live documents are preferred; those of an unfinished delete match when no live one does,
+    so that the delete can be run again.
+    """
+    rows = store.keyed_documents()
+    if any(doc_id == name for doc_id, *_ in rows):
+        return [name]
+    if not name.strip():
+        return []
+    path = document_key(name)
+    resolved: dict[str, str] = {}
+    tiers = (
+        [r for r in rows if r[1] == name],
+        [r for r in rows if stored_key(r[1], r[2], r[3], resolved) == path],
+        [r for r in rows if r[1] is not None and stored_key(None, r[2], r[3], resolved) == path],
+    )
+    for tier in tiers:
+        live = [doc_id for doc_id, _, _, _, deleted in tier if not deleted]
+        if live or tier:
+            return live or [doc_id for doc_id, *_ in tier]
+    return []
 
 
 def plan_updates(

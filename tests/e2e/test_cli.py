@@ -199,6 +199,23 @@ def test_progress_bar_labels_are_distinct(tmp_path):
     assert len(labels) == len(set(labels)) >= 4, labels
 
 
+def test_a_mistyped_index_gets_the_near_index_beside_it(tmp_path):
+    lone = tmp_path / "ix-fusoin"
+    r = runner.invoke(app, ["query", "x", "--index", str(lone)])  # no index anywhere near
+    msg = " ".join(r.stderr.split())
+    assert r.exit_code == 2 and "not a paretorag index" in msg
+    assert f"paretorag index FILES --index {lone}" in msg and 'paretorag.toml ([index] path = "DIR")' in msg
+    src = _corpus(tmp_path)
+    runner.invoke(app, ["index", str(src), "--index", str(tmp_path / "ix-fusion"), "--embedder", "hash"])
+    for cmd in (["query", "x"], ["inspect"], ["delete", "doc"], ["graph", "entities"]):
+        r = runner.invoke(app, [*cmd, "--index", str(lone)])
+        msg = " ".join(r.stderr.split())
+        assert r.exit_code == 2 and f"did you mean --index {tmp_path / 'ix-fusion'}?" in msg, (cmd, r.output)
+    r = runner.invoke(app, ["query", "x", "--index", str(tmp_path / "other")])  # not near: listed
+    msg = " ".join(r.stderr.split())
+    assert r.exit_code == 2 and f"indexes beside it: {tmp_path / 'ix-fusion'}" in msg
+
+
 def test_version_help_texts_and_delete_hint(tmp_path):
     from paretorag import __version__
 

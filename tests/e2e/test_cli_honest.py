@@ -3,6 +3,7 @@ added, one stderr line per wait on a model server and a time budget, flags named
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from paretorag import RAG
 from paretorag.cli import app
-from paretorag.errors import LLMError
+from paretorag.errors import ConfigError, LLMError
 from paretorag.providers.http import OpenAIClient
 
 from ..llm_server import ok_body, scripted_server
@@ -37,6 +39,30 @@ def test_k_zero_names_the_flag(base_index):
         r = runner.invoke(app, ["query", "otters", "--index", str(base_index), flag, "0", "--context-only"])
         assert r.exit_code == 2
         assert "-k/--top-k must be a positive integer, got 0" in r.output and "ChunkVDB" not in r.output
+
+
+def test_budget_names_the_flag(base_index):
+    r = runner.invoke(
+        app, ["query", "otters", "--index", str(base_index), "--budget", "-5", "--context-only"]
+    )
+    assert r.exit_code == 2
+    assert "--budget must be a positive number of tokens, got -5" in r.output and "Budget." not in r.output
+    r = runner.invoke(app, ["chat", "--index", str(base_index), "--budget", "0"], input="otters\n")
+    assert r.exit_code == 2  # refused before any question, as query does
+    assert "--budget must be a positive number of tokens, got 0" in r.output and "Budget." not in r.output
+
+
+def test_k_above_the_limit_names_the_flag_and_the_limit(base_index):
+    for args in (["query", "otters"], ["chat"]):
+        r = runner.invoke(
+            app, [*args, "--index", str(base_index), "-k", "100000000", "--context-only"], input="otters\n"
+        )
+        assert r.exit_code == 2, r.output
+        assert "-k/--top-k must be at most 100 (passages to retrieve), got 100000000" in r.output
+    with RAG.open(base_index, create=False) as rag:
+        with pytest.raises(ConfigError, match=r"k must be an integer from 1 to 100 \(passages to retrieve\)"):
+            rag.query("otters", k=101, context_only=True)
+        assert len(rag.query("otters", k=100, context_only=True).contexts) >= 1
 
 
 def test_a_killed_insert_is_named_by_inspect_and_finished_as_added(tmp_path, base_index):
@@ -132,3 +158,19 @@ def test_the_budget_counts_every_wait_of_one_call():
 def test_answer_k_zero_names_the_flag(tmp_path):
     r = runner.invoke(app, ["eval", "--data", str(tmp_path), "--subset", "x", "--answer-k", "0"])
     assert r.exit_code == 2 and "--answer-k must be a positive integer, got 0" in r.output, r.output
+
+
+def test_an_offline_answer_counts_no_llm_call_and_an_llm_answer_does(base_index):
+    """The extractive answerer and the reader run no model: 0 LLM calls, on the screen and in
+    the JSON record; an LLM (the scripted one) still counts its call."""
+    args = ["query", "what do otters eat", "--index", str(base_index), "--method", "vanilla"]
+    for reader in ("extractive", "reader"):
+        r = runner.invoke(app, [*args, "--reader", reader])
+        assert r.exit_code == 0 and "0 LLM call(s)" in r.stdout, (reader, r.output)
+        r = runner.invoke(app, [*args, "--reader", reader, "--json"])
+        data = json.loads(r.stdout)
+        assert data["answered_by"] == reader and data["usage"]["llm_calls"] == 0, data["usage"]
+    r = runner.invoke(app, [*args, "--llm", "fake", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["usage"]["llm_calls"] == 1
+    assert "1 LLM call(s)" in runner.invoke(app, [*args, "--llm", "fake"]).stdout

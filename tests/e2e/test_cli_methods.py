@@ -80,6 +80,16 @@ def test_a_typo_gets_did_you_mean_in_query_index_and_eval(ix, tmp_path):
     assert "did you mean 'hybrid'" in e.output  # before the data is even looked at
 
 
+def test_a_typo_gets_the_near_name_not_the_whole_list(ix):
+    r = runner.invoke(app, ["query", "otters", "--index", str(ix), "--method", "fusoin"])
+    assert r.exit_code == 2, r.output
+    msg = " ".join(r.stderr.split())
+    assert "unknown method 'fusoin'; did you mean 'fusion'? see `paretorag methods`" in msg
+    assert "vanilla" not in msg and "hipporag" not in msg  # not the 42 names
+    r = runner.invoke(app, ["query", "otters", "--index", str(ix), "--method", "zzzz"])
+    assert r.exit_code == 2 and "see `paretorag methods`" in r.stderr and "vanilla" not in r.stderr
+
+
 def test_the_server_suggests_too(ix):
     pytest.importorskip("fastapi")
     from paretorag.server import create_app

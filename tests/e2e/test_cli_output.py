@@ -132,3 +132,23 @@ def test_an_error_comes_without_an_empty_line_before_it(index_run, tmp_path):
     rc, screen = on_terminal("index", str(missing), "--index", str(ix))
     assert rc == 2
     assert screen.lstrip("\r").startswith("error: nothing to index: "), repr(screen)
+
+
+def test_inspect_cuts_no_value_at_80_columns(corpus):
+    ix = corpus / "ix-inspect"
+    args = ["--embedder", "hash:64", "--methods", "g2cons-concept,lightrag-local", "--llm", "fake"]
+    built = cli("index", str(corpus / "src"), "--index", str(ix), *args)
+    assert built.returncode == 0, built.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "paretorag.cli", "inspect", "--index", str(ix)],
+        capture_output=True,
+        text=True,
+        env={**ENV, "COLUMNS": "80"},
+        timeout=90,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout, r.stdout  # no value ends in an ellipsis
+    rows = [line for line in r.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert rows and max(len(line) for line in rows) <= 80, r.stdout
+    for whole in ("build.concept_graph", "index.rkg", "concept_graph", "texts embedded", "spans pooled"):
+        assert whole in r.stdout, whole

@@ -211,6 +211,61 @@ def test_bad_toml_names_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert f"{conf.resolve()} is not valid TOML" in message and "line 3" in message
 
 
+def test_a_file_that_is_not_utf8_names_the_file_and_the_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "paretorag.toml"
+    conf.write_bytes('[index]\nmethod = "caf\xe9"\n'.encode("latin-1"))  # saved as Latin-1
+    monkeypatch.chdir(tmp_path)
+    wanted = f"{conf.resolve()} is not UTF-8 text (byte 0xe9 at position 21, line 2); save it as UTF-8"
+    for args in (["config", "show"], ["methods"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert wanted in " ".join(r.output.split()) and "Traceback" not in r.output
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        Config.load(conf)
+
+
+def test_a_bad_method_setting_names_the_file_table_and_key(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "m.toml"
+    conf.write_text(
+        f'[index]\npath = "{project / "ix"}"\n\n[method.vanilla]\nsearch__k = "abc"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    wanted = f"{conf.resolve()} [method.vanilla] search__k: must be a positive integer, got 'abc'"
+    r = runner.invoke(
+        app, ["--config", str(conf), "query", "otters", "--method", "vanilla", "--context-only"]
+    )
+    assert r.exit_code == 2, r.output
+    assert wanted in " ".join(r.output.split()) and "ChunkVDB" not in r.output
+    r = runner.invoke(app, ["--config", str(conf), "chat", "--method", "vanilla", "--json"], input="otters\n")
+    assert r.exit_code == 1, r.output  # a question failed; the error names the key, not the class
+    assert wanted in " ".join(r.output.split()) and "ChunkVDB" not in r.output
+
+
+def test_k_above_the_limit_names_the_variable_the_file_and_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PARETORAG_K", "101")
+    r = runner.invoke(app, ["methods"])
+    assert r.exit_code == 2 and "$PARETORAG_K: index.k must be at most 100" in " ".join(r.output.split())
+    monkeypatch.delenv("PARETORAG_K")
+    conf = tmp_path / "paretorag.toml"
+    conf.write_text("[index]\nk = 100000000\n", encoding="utf-8")
+    r = runner.invoke(app, ["methods"])
+    message = " ".join(r.output.split())
+    assert r.exit_code == 2 and f"{conf.resolve()}: index.k must be at most 100" in message
+    conf.write_text("[index]\nk = 100\n", encoding="utf-8")
+    r = runner.invoke(app, ["config", "show", "-k", "101"])
+    assert r.exit_code == 2 and "-k: index.k must be at most 100" in " ".join(r.output.split())
+    r = runner.invoke(app, ["config", "show", "--json"])
+    rows = {s["key"]: s for s in json.loads(r.stdout)["settings"]}
+    assert r.exit_code == 0 and rows["index.k"]["value"] == 100  # the limit itself is allowed
+
+
 def test_no_file_no_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["inspect"])

@@ -145,6 +145,36 @@ def test_id_names_the_document_instead_of_its_path(tmp_path):
     assert code == 2 and "--id 'x' names one document: give exactly one file with it" in " ".join(err.split())
 
 
+def test_delete_takes_the_path_as_given_to_index_or_the_id(tmp_path, monkeypatch):
+    """`delete more/otters.md` names what `index more/` stored, also after an edit (the
+    document id, a content hash, changed), indexed with --id, or stored before keys."""
+    monkeypatch.chdir(tmp_path)
+    more = Path("more")
+    more.mkdir()
+    (more / "otters.md").write_text(OLD)
+    (more / "badgers.md").write_text(BADGERS)
+    (more / "herons.md").write_text("Herons stand still in shallow water.")
+    assert _index("more", "--index", "ix", "--embedder", "hash", "--methods", "vanilla")[0] == 0
+    (more / "otters.md").write_text(NEW)  # edited: a new document id, the same path
+    assert _index("more", "--index", "ix")[0] == 0
+    r = runner.invoke(app, ["delete", "more/otters.md", "--index", "ix"])
+    assert r.exit_code == 0 and "deleted 1 document(s); 2 remain" in r.stdout, r.output
+    assert NEW not in _texts(Path("ix"))
+
+    assert _index("more/otters.md", "--id", "otter-report", "--index", "ix")[0] == 0
+    r = runner.invoke(app, ["delete", "more/otters.md", "--index", "ix"])  # the file it was read from
+    assert r.exit_code == 0 and "deleted 1 document(s); 2 remain" in r.stdout, r.output
+
+    with sqlite3.connect(Path("ix") / "index.sqlite") as db:  # as an older paretorag stored them
+        db.execute("UPDATE documents SET doc_key=NULL")
+    r = runner.invoke(app, ["delete", str((more / "badgers.md").resolve()), "--index", "ix"])
+    assert r.exit_code == 0 and "deleted 1 document(s); 1 remain" in r.stdout, r.output
+
+    r = runner.invoke(app, ["delete", "more/otters.md", "--index", "ix"])  # already gone
+    assert r.exit_code == 2 and "unknown document ids: more/otters.md" in r.stderr
+    assert "the --id it was indexed with, or its file's path" in " ".join(r.stderr.split())
+
+
 def test_a_corpus_file_is_replaced_record_by_record(tmp_path):
     corpus, ix = tmp_path / "corpus.jsonl", tmp_path / "ix"
     rows = [{"title": f"T{i}", "text": f"Passage {i} about the river delta."} for i in range(4)]

@@ -105,6 +105,8 @@ def test_a_usage_error_is_exit_2():
 def test_every_code_is_in_the_documented_table():
     doc = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| *(\d+) *\| *`?([A-Z]+)`? *\|", doc, flags=re.M))
-    names = {getattr(exitcodes, n): n for n in ("OK", "FAILED", "ERROR", "PARTIAL", "INTERRUPTED")}
+    names = {
+        getattr(exitcodes, n): n for n in ("OK", "FAILED", "ERROR", "PARTIAL", "INTERRUPTED", "TERMINATED")
+    }
     assert {int(k): v for k, v in rows.items()} == names
     assert set(exitcodes.CODES) == set(names)

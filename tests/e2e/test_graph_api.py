@@ -68,12 +68,27 @@ def test_graph_routes_on_a_live_server(graph_index):
         assert otter["seed"] and otter["passage_ids"]
         passage = h["passages"][otter["passage_ids"][0]]
         assert passage["retrieved"] and "Otters eat fish" in passage["text"] and passage["title"] == "otters"
+        # the sentences of its passages that name it, the name's offsets for highlighting
+        assert otter["aliases"] == []
+        assert [(m["chunk_id"], m["sentence"], m["highlights"]) for m in otter["mentions"]] == [
+            (otter["passage_ids"][0], "Otters eat fish and crabs in cold rivers.", [[0, 6]]),
+            (otter["passage_ids"][0], "Sea otters float on their backs while eating.", [[4, 10]]),
+        ]
+        for m in otter["mentions"]:
+            assert passage["text"][m["start"] : m["end"]] == m["sentence"]
+        crab = next(n for n in h["nodes"] if n["name"] == "crab")
+        assert [(m["sentence"], m["highlights"]) for m in crab["mentions"]] == [
+            ("Otters eat fish and crabs in cold rivers.", [[20, 25]])
+        ]
+        assert all({"aliases", "mentions"} <= set(n) for n in h["nodes"])
 
         around = c.get("/graph/neighborhood", params={"entity": "Fish"}, headers=auth).json()
         assert around["entity"] == "fish" and around["nodes"][0]["name"] == "fish"
         neighbours = {n["name"] for n in around["nodes"][1:]}
         assert {"otter", "crab"} <= neighbours  # fish co-occurs with both in the otters passage
         assert len(around["nodes"]) == 1 + len(neighbours)
+        assert around["nodes"][0]["mentions"][0]["sentence"] == "Otters eat fish and crabs in cold rivers."
+        assert around["nodes"][0]["mentions"][0]["highlights"] == [[11, 15]]
         small = c.get("/graph/neighborhood", params={"entity": "fish", "max_nodes": 2}, headers=auth).json()
         assert len(small["nodes"]) == 2 and small["truncated"] is True
 

@@ -151,6 +151,23 @@ def test_library_neighborhood_and_lookup(graph_index):
     assert set(hood["passages"]) == {p for n in hood["nodes"] for p in n["passage_ids"]}
 
 
+def test_neighborhood_prints_a_table_like_entities_and_json_with_json(graph_index):
+    args = ["neighborhood", "--index", str(graph_index), "--question", "What do otters eat?", "-m", "vanilla"]
+    table = run(*args)
+    assert table.exit_code == 0, table.output
+    head = table.stdout.splitlines()[0]
+    assert head.startswith("entity_graph around 'What do otters eat?' (vanilla, ") and " nodes, " in head
+    assert "┃ name " in table.stdout and "┃ source_name " in table.stdout and not table.stdout.startswith("{")
+    assert "otter" in table.stdout and "[1] otters (" in table.stdout
+    data = json.loads(run(*args, "--json").stdout)
+    assert {"otter", "fish"} <= {n["name"] for n in data["nodes"]} and data["method"] == "vanilla"
+    kg = run("neighborhood", "-i", str(graph_index), "-s", "kg", "--entity", "otter")
+    assert kg.exit_code == 0 and kg.stdout.startswith("kg around entity 'otter': "), kg.output
+    assert "┃ relation " in kg.stdout and "eat" in kg.stdout  # a KG's edges show their relation
+    around = run("neighborhood", "-i", str(graph_index), "--entity", "otter", "--json")
+    assert json.loads(around.stdout)["entity"] == "otter"
+
+
 def test_a_structure_not_built_names_the_command(plain_index, tmp_path):
     r = run("export", "--index", str(plain_index), "--structure", "entity_graph", "--format", "json")
     assert r.exit_code == 2

@@ -4,6 +4,7 @@ from SQLite and the caches, and `inspect --check` finds them."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -186,3 +187,49 @@ def test_check_reports_counts_that_do_not_match(built):
     problems = _open(ix).check()
     assert len(problems) == 1 and "rows" in problems[0]
     assert _open(ix).repair().rebuilt and _open(ix).check() == []
+
+
+# -- a commit killed before its garbage collection -----------------------------------------------
+
+
+def _generation_files(ix: Path) -> set[str]:
+    return {f"{d.name}/{f.name}" for d in (ix / "vectors", ix / "structures") for f in d.iterdir()}
+
+
+def test_repair_removes_the_files_a_commit_killed_before_its_garbage_collection_left(
+    built, tmp_path, monkeypatch
+):
+    ix, _ = built
+    before = _generation_files(ix)
+    # the insert commits, and is killed before it collects the files it replaced
+    monkeypatch.setattr("paretorag.indexing.commit.collect_garbage", lambda *a, **k: [])
+    rag = _open(ix)
+    rag.index(_corpus(tmp_path / "src", 9)[-1:])
+    expected = (_answers(rag), _answers(rag, "g2cons-concept"))
+    rag.close()
+    monkeypatch.undo()
+    m = json.loads((ix / "manifest.json").read_text())
+    current = {f"vectors/{m['vectors']}{ext}" for ext in (".npy", ".faiss", ".ids.txt")} | {
+        f"structures/{s['dir']}" for s in m["structures"].values()
+    }
+    left = _generation_files(ix) - current
+    assert left and left <= before and current <= _generation_files(ix)
+
+    # a reader still on the previous generation keeps its files
+    old_stem = next(f for f in left if f.endswith(".npy"))[len("vectors/") : -len(".npy")]
+    old_dirs = [f.partition("/")[2] for f in left if f.startswith("structures/")]
+    lease = ix / "readers" / "reader-on-the-old-generation.json"
+    lease.parent.mkdir(exist_ok=True)
+    lease.write_text(json.dumps({"pid": os.getpid(), "vectors": old_stem, "structures": old_dirs}))
+    r = runner.invoke(app, ["repair", "--index", str(ix)])
+    assert r.exit_code == 0 and "nothing to repair" in r.output, r.output
+    assert _generation_files(ix) == current | left
+
+    lease.unlink()  # that reader is gone
+    r = runner.invoke(app, ["repair", "--index", str(ix)])
+    assert r.exit_code == 0 and f"removed {len(left)} file(s) of earlier generations" in r.output, r.output
+    assert _generation_files(ix) == current
+    rag = _open(ix)
+    assert (_answers(rag), _answers(rag, "g2cons-concept")) == expected
+    assert rag.check() == []
+    assert rag.repair().removed == []  # nothing left the next time

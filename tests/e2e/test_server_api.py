@@ -243,6 +243,23 @@ def test_keys_from_the_environment_and_a_file(tmp_path):
         KeyRing.load(tmp_path / "empty", {})
 
 
+def test_a_key_file_that_is_not_utf8_is_refused_naming_the_line_never_the_key(
+    base_index, tmp_path, monkeypatch
+):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    secret = "caf\xe9-key-0123456789abcdef"  # a key saved as Latin-1
+    keys = tmp_path / "keys"
+    keys.write_bytes(f"# team keys\nro:{RO}\n{secret}\n".encode("latin-1"))
+    r = CliRunner().invoke(cli_app, ["serve", "--index", str(base_index), "--api-key-file", str(keys)])
+    assert r.exit_code == 2, r.output
+    message = " ".join(r.output.split())
+    assert f"--api-key-file {keys} is not UTF-8 text (line 3); save it as UTF-8" in message
+    assert "0123456789abcdef" not in r.output and "Traceback" not in r.output
+    with pytest.raises(ConfigError, match=r"API key #1 in \$PARETORAG_API_KEYS is not UTF-8 text") as caught:
+        KeyRing.load(None, {ENV_VAR: "ro:caf\udce9-key-0123456789abcdef"})  # undecodable bytes, as os.environ
+    assert "0123456789abcdef" not in str(caught.value)
+
+
 def test_serve_refuses_other_hosts_without_a_key(base_index, monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     r = CliRunner().invoke(cli_app, ["serve", "--index", str(base_index), "--host", "0.0.0.0"])

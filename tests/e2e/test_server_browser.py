@@ -4,6 +4,7 @@ file, delete it. Screenshots are saved in the test's tmp dir."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -52,9 +53,15 @@ def _driver(*extra: str):
         *extra,
     ):
         opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for csp_violations
     driver = webdriver.Chrome(service=DriverService(executable_path=driver_path), options=opts)
     driver.set_page_load_timeout(30)
     return driver
+
+
+def csp_violations(driver) -> list[str]:
+    """What the console says the page's Content-Security-Policy refused (since the last call)."""
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
 
 
 @pytest.fixture
@@ -122,9 +129,22 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         browser.find_element(By.ID, "ask").click()
         cite = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "#answer a.cite")))
         assert "fish" in browser.find_element(By.ID, "answer").text
-        assert browser.find_element(By.ID, "route").text.startswith("vanilla / dense")
+        # the line under the answer in plain words: method, passages, retrieval time; who
+        # answered; the total time; the LLM's part. How it retrieved: the tooltip, "details"
+        route = browser.find_element(By.ID, "route")
+        n = len(browser.find_elements(By.CSS_SELECTOR, "#contexts li"))
+        assert re.fullmatch(rf"vanilla, {n} passages?, (under 1|\d+) ms", route.text), route.text
+        assert "/" not in route.text and "(" not in route.text
+        assert route.get_attribute("title").startswith("dense retrieval") and "total" in route.get_attribute(
+            "title"
+        )
         assert browser.find_element(By.ID, "latency").text.endswith("ms")
-        assert "call(s)" in browser.find_element(By.ID, "cost").text
+        cost = browser.find_element(By.ID, "cost").text
+        assert re.fullmatch(r"no LLM call|\d+ LLM calls?, \d+ \+ \d+ tokens", cost), cost
+        more = browser.find_element(By.ID, "route-details")
+        assert more.is_displayed() and not browser.find_element(By.ID, "route-more").is_displayed()
+        more.find_element(By.TAG_NAME, "summary").click()
+        assert "how: dense retrieval" in browser.find_element(By.ID, "route-more").text
         browser.save_screenshot(str(shots / "1-answer.png"))
         cite.click()
         wait.until(ec.visibility_of_element_located((By.ID, "passage")))
@@ -151,6 +171,7 @@ def test_ask_cite_upload_delete_in_a_real_browser(tmp_path, browser):
         wait.until(lambda d: "newts" not in [td.text for td in d.find_elements(By.CSS_SELECTOR, row)])
         wait.until(lambda d: "deleted 1" in d.find_element(By.ID, "job-status").text)
         browser.save_screenshot(str(shots / "4-deleted.png"))
+        assert csp_violations(browser) == []
     assert sorted(p.name for p in shots.iterdir()) == [
         "1-answer.png",
         "2-citation.png",

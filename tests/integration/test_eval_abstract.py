@@ -415,3 +415,38 @@ def test_offline_answers_with_a_model_that_writes_and_judges(tmp_path: Path) -> 
     assert payload["generation"]["usage"]["abstract.questions"]["calls"] == 2
     assert payload["answers"]["vanilla"][0]["text"].strip()  # evidence sentences, no model
     assert payload["win_rates"]["rates"]["Overall"]["vanilla"]["zeroshot"] == 50.0  # position 2, both orders
+
+
+def test_without_graphrag_global_the_questions_are_written_from_the_corpus(tmp_path: Path) -> None:
+    judge = FakeLLM([_verdict_json(dict.fromkeys(CRITERIA, "Answer 1"))], name="fake-judge")
+    payload = run_abstract(  # no --summaries: communities would need graphrag-global
+        _corpus(tmp_path),
+        "jsonl",
+        ["vanilla", "zeroshot"],
+        llm=FakeLLM(_answerer),
+        judge=judge,
+        personas=1,
+        tasks=1,
+        per_task=1,
+        out_dir=tmp_path / "out",
+        embedder="hash",
+        plots=False,
+    )
+    assert payload["config"]["questions"] == "generated from corpus summaries"
+    assert [q["text"] for q in payload["questions"]] == ["How does sun exposure shape cancer risk?"]
+
+
+def test_cli_abstract_says_on_stderr_when_it_writes_questions_from_the_corpus(tmp_path: Path) -> None:
+    import typer
+
+    from paretorag.eval.cli import eval_command
+
+    app = typer.Typer()
+    app.command()(eval_command)
+    args = ["--data", str(_corpus(tmp_path)), "--subset", "jsonl", "--methods", "vanilla,zeroshot"]
+    args += ["--abstract", "--llm", "fake", "--embedder", "hash", "--out", str(tmp_path / "o"), "--no-plots"]
+    result = CliRunner().invoke(app, args)
+    assert "graphrag-global to --methods" not in result.output, result.output
+    assert "written from corpus excerpts (--summaries corpus)" in result.stderr
+    # past the summaries: the scripted model ("ok") writes no question, which is the error now
+    assert result.exit_code == 2 and "wrote no readable questions" in result.stderr

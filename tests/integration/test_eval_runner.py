@@ -117,6 +117,9 @@ def test_parse_ks_and_labels() -> None:
         parse_ks("two")
     with pytest.raises(ValueError, match="--k"):
         parse_ks("0,5")
+    assert parse_ks("1,100") == [1, 100]
+    with pytest.raises(ValueError, match="at most 100"):  # the k limit of RAG.query
+        parse_ks("1,101")
     assert metric_label("recall_any@5") == "R-any@5" and metric_label("context_recall@2") == "CR@2"
 
 

@@ -119,6 +119,13 @@ def test_map_reduce_answers_with_bounded_counted_calls(world, method):
     assert all(1 <= c.marker <= len(ans.contexts) for c in ans.citations)
 
 
+@pytest.mark.parametrize("method", ["graphrag-global", "cheaprag"])
+def test_the_extractive_answerer_calls_no_llm_after_a_map_reduce_retrieval(world, method):
+    ans = world.query(TWO_HOP, method=method, reader="extractive")
+    assert ans.answered_by == "extractive" and ans.text
+    assert ans.usage.stage("query.answer").calls == 0  # the scripted LLM is not asked to map-reduce
+
+
 def test_lightrag_uses_the_keywords_of_the_question(world):
     from paretorag.query import QueryOptions, State
 

@@ -87,7 +87,7 @@ def test_answer_reuses_a_retrieval_and_counts_its_llm_calls(tmp_path):
     assert [it.title for it in items] == ["a"] and r.usage.llm_calls == 0
     r.usage.stage("query.retrieve").calls = 2  # as if the method had asked an LLM twice
     ans = rag.answer("capital of Peru", r, items, method="vanilla", reader="extractive")
-    assert ans.usage.llm_calls == 3 and ans.usage.stages["query.answer"].calls == 1
+    assert ans.usage.llm_calls == 2 and "query.answer" not in ans.usage.stages  # extractive: no LLM call
     assert ans.contexts == items and "Lima" in ans.text
     read = rag.answer("capital of Peru", r, items, method="vanilla")  # the offline reader: no LLM call
     assert read.answered_by == "reader" and read.usage.llm_calls == 2

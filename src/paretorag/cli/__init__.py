@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from .. import __version__
+from .. import __version__, exitcodes
 from ..errors import ConfigError
 from ..graph_cli import graph_app  # typer and rich only
 from . import asking, catalog, indexing, serving
@@ -38,8 +38,13 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# commands that stop on SIGTERM in their own way: the servers shut down gracefully
+OWN_SIGTERM = frozenset({"serve", "mcp"})
+
+
 @app.callback()
 def _main(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
@@ -51,6 +56,10 @@ def _main(
 ) -> None:
     """Cheap, good graph-based RAG with citations."""
     _show_waits()
+    if ctx.invoked_subcommand not in OWN_SIGTERM:
+        from ..cancel import raise_on_sigterm
+
+        ctx.call_on_close(raise_on_sigterm())  # SIGTERM stops as Ctrl-C does (exit 143)
     from ..config import active, select
 
     select(config)
@@ -152,4 +161,14 @@ def optional_ray_address(argv: list[str]) -> list[str]:
 
 def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(message)s")
-    app(args=optional_ray_address(sys.argv[1:]))
+    try:
+        app(args=optional_ray_address(sys.argv[1:]))
+    except SystemExit as exc:
+        from ..cancel import sigterm_received
+
+        if exc.code == exitcodes.INTERRUPTED and sigterm_received():
+            # a command without its own clean-up message (query, chat, eval, ...): its open
+            # index was closed on the way out, as on Ctrl-C
+            print("paretorag: stopped (SIGTERM)", file=sys.stderr, flush=True)
+            raise SystemExit(exitcodes.TERMINATED) from None
+        raise

@@ -11,7 +11,18 @@ import typer
 
 from .. import exitcodes
 from ..errors import ConfigError, ParetoragError
-from .common import AnswerLLMOpt, IndexOpt, LLMMaxWaitOpt, _configured, _fail, _llm_max_wait, _text, err, out
+from .common import (
+    AnswerLLMOpt,
+    IndexOpt,
+    LLMMaxWaitOpt,
+    _configured,
+    _fail,
+    _llm_max_wait,
+    _said,
+    _text,
+    err,
+    out,
+)
 
 if TYPE_CHECKING:
     from ..rag import RAG
@@ -30,6 +41,18 @@ def _method_or_default(rag: RAG, method: str | None) -> str:
             f"index (add it with `paretorag index --index {rag.root} --methods {rec}`)[/]"
         )
     return method
+
+
+def _check_flags(k: int | None, budget: int | None) -> None:
+    """``-k`` and ``--budget`` refused here, naming the flag (not the class that checks them)."""
+    from ..types import MAX_K
+
+    if k is not None and k < 1:
+        raise ConfigError(f"-k/--top-k must be a positive integer, got {k}; e.g. -k 5")
+    if k is not None and k > MAX_K:
+        raise ConfigError(f"-k/--top-k must be at most {MAX_K} (passages to retrieve), got {k}; e.g. -k 5")
+    if budget is not None and budget < 1:
+        raise ConfigError(f"--budget must be a positive number of tokens, got {budget}; e.g. --budget 2000")
 
 
 def _method_settings(method: str) -> dict[str, Any]:
@@ -122,8 +145,7 @@ def query(
 ) -> None:
     """Answer a question with citations."""
     try:
-        if k is not None and k < 1:
-            raise ConfigError(f"-k/--top-k must be a positive integer, got {k}; e.g. -k 5")
+        _check_flags(k, budget)
         _llm_max_wait(llm_max_wait)
         if server is not None:
             if llm:
@@ -155,7 +177,7 @@ def query(
                 )
             data = ans.to_json()
     except ParetoragError as exc:
-        _fail(exc)
+        _fail(exc, method)
         return
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
@@ -183,6 +205,7 @@ def chat(
 
     interactive = sys.stdin.isatty()
     try:
+        _check_flags(k, budget)
         answer_llm = make_llm(llm) if llm else None
         rag = RAG.open(index_dir, create=False, llm=answer_llm)
     except ParetoragError as exc:
@@ -214,9 +237,10 @@ def chat(
                 )
             except ParetoragError as exc:
                 failed += 1
-                err.print(f"[bold red]error:[/] {_text(exc)}")
+                said = _said(exc, method)
+                err.print(f"[bold red]error:[/] {_text(said)}")
                 if as_json:
-                    sys.stdout.write(json.dumps({"question": question, "error": str(exc)}) + "\n")
+                    sys.stdout.write(json.dumps({"question": question, "error": str(said)}) + "\n")
                     sys.stdout.flush()
                 continue
             if as_json:

@@ -61,11 +61,11 @@ def inspect(
     out.print(f"counts: {_text(stats['counts'])}")
     out.print(f"sizes (bytes): {_text(stats['sizes_bytes'])}")
     out.print(f"configured methods: {_text(', '.join(stats['config']['methods']))}")
-    t = Table("structure", "details")
+    t = _table("structure", "details")
     for name, info in stats["structures"].items():
         t.add_row(_text(name), _text(", ".join(f"{k}={v}" for k, v in info.items() if k != "dir")))
     out.print(t)
-    u = Table("stage", "LLM calls", "cached", "prompt tokens", "completion tokens", "seconds")
+    u = _table("stage", "LLM calls", "cached", "prompt tokens", "completion tokens", "seconds", numbers=True)
     for stage, s in stats["usage"].items():
         u.add_row(
             _text(stage),
@@ -77,18 +77,11 @@ def inspect(
         )
     out.print(u)
     calls = stats.get("model_calls") or {}
-    if calls:
-        c = Table(
-            "stage", "texts embedded", "embedder batches", "cache hits", "spans pooled", "spaCy docs",
-            "sentences scored (extractive)",
-        )  # fmt: skip
+    if calls:  # a stage's counts one per line (seven columns would not fit 80); zeros left out
+        c = _table("stage", "model calls")
         for stage, n in calls.items():
-            c.add_row(
-                _text(stage),
-                *(str(n.get(k, 0)) for k in ("embed_texts", "embed_batches", "embed_cached", "pooled_spans")),
-                str(n.get("spacy_docs", 0)),
-                str(n.get("sentences_scored", 0)),
-            )
+            counts = [f"{n[k]} {label}" for k, label in MODEL_CALLS if n.get(k)]
+            c.add_row(_text(stage), "\n".join(counts) or "none")
         out.print(c)
     out.print(f"stage timings (s): {_text(stats['timings'])}")
     _print_pending(stats.get("pending") or {}, index_dir)
@@ -100,6 +93,29 @@ def inspect(
             )
     else:
         out.print("[dim]document ids: paretorag inspect --index DIR --documents[/]")
+
+
+MODEL_CALLS = (  # manifest.model_calls counters, as inspect names them
+    ("embed_texts", "texts embedded"),
+    ("embed_batches", "embedder batches"),
+    ("embed_cached", "cache hits"),
+    ("pooled_spans", "spans pooled"),
+    ("spacy_docs", "spaCy docs"),
+    ("sentences_scored", "sentences scored (extractive)"),
+)
+
+
+def _table(*columns: str, numbers: bool = False, caption: str | None = None) -> Table:
+    """A table whose every value stays readable at 80 columns: the first column (names such as
+    ``build.entity_graph``) is never cut, the others wrap (long words fold) instead of ending in
+    an ellipsis; with ``numbers``, the columns after the first are right-aligned."""
+    t = Table(caption=caption)
+    for i, name in enumerate(columns):
+        if i == 0:
+            t.add_column(name, no_wrap=True)
+        else:
+            t.add_column(name, overflow="fold", justify="right" if numbers else "left")
+    return t
 
 
 def _print_pending(pending: dict[str, Any], index_dir: Path) -> None:
@@ -137,7 +153,7 @@ def _print_catalog(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False, default=str) + "\n")
         return
-    t = Table(*columns, caption=caption)
+    t = _table(*columns, caption=caption)
     for row in rows:
         t.add_row(
             *(

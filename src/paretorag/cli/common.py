@@ -126,9 +126,14 @@ def _show_waits() -> None:
 
 
 def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
-    """Ctrl-C in a write: say what was kept and how to resume; exit 130 like a shell."""
+    """Ctrl-C in a write: say what was kept and how to resume; exit 130 like a shell
+    (SIGTERM: the same, said as ``stopped (SIGTERM)``, exit 143)."""
+    from ..cancel import sigterm_received
+
+    stopped = "[yellow]stopped (SIGTERM)[/]" if sigterm_received() else "[yellow]interrupted[/]"
+    code = exitcodes.TERMINATED if sigterm_received() else exitcodes.INTERRUPTED
     if rag is None or not index_dir.exists():
-        err.print("[yellow]interrupted[/]: nothing was stored")
+        err.print(f"{stopped}: nothing was stored")
     else:
         from ..store import Store
 
@@ -138,21 +143,30 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
             store.close()
             committed = rag.manifest.counts.get("documents", 0)
             err.print(
-                f"[yellow]interrupted[/]: kept {stored} stored document(s), cached vectors and finished "
+                f"{stopped}: kept {stored} stored document(s), cached vectors and finished "
                 f"structures; the index serves its last commit ({committed} document(s)). {what}"
                 "Run the same command again to resume."
             )
         except ParetoragError:
-            err.print("[yellow]interrupted[/]: run the same command again to resume")
+            err.print(f"{stopped}: run the same command again to resume")
     sys.stdout.flush()
     sys.stderr.flush()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        os._exit(130)  # a builder thread still inside a long step: do not wait for it at exit
-    raise typer.Exit(code=exitcodes.INTERRUPTED)
+        os._exit(code)  # a builder thread still inside a long step: do not wait for it at exit
+    raise typer.Exit(code=code)
 
 
-def _fail(exc: ParetoragError) -> None:
-    err.print(f"[bold red]error:[/] {_text(exc)}")
+def _said(exc: ParetoragError, method: str | None = None) -> ParetoragError:
+    """``exc`` in the command line's terms: a bad setting's value names the file's key, the
+    variable or the flag that gave it rather than the class that checks it."""
+    from ..config import explained
+
+    return explained(exc, method)
+
+
+def _fail(exc: ParetoragError, method: str | None = None) -> None:
+    """Print ``exc`` (``method``: the method that answered, for its ``[method.*]`` settings); exit 2."""
+    err.print(f"[bold red]error:[/] {_text(_said(exc, method))}")
     raise typer.Exit(code=exitcodes.ERROR)
 
 

@@ -79,6 +79,7 @@ def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
     merged = active().builder_settings()  # [set.*] of paretorag.toml and $PARETORAG_SET; --set wins
     for structure, values in parse_builder_settings(items).items():
         merged[structure] = {**merged.get(structure, {}), **values}
+    active().add_set_flags(items)  # a value a builder refuses is then said as `--set STRUCTURE.NAME`
     return merged
 
 
@@ -274,9 +275,13 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
                 err.print(f"[yellow]note[/] {note}")
         for problem in report.problems:
             out.print(f"found: {problem}")
+        if report.removed:
+            out.print(
+                f"removed {len(report.removed)} file(s) of earlier generations: {', '.join(report.removed)}"
+            )
         c = rag.manifest.counts
         out.print(
-            ("repaired" if report.rebuilt else "nothing to repair")
+            ("repaired" if report.rebuilt or report.removed else "nothing to repair")
             + f"; index has {c.get('documents', 0)} documents, {c.get('chunks', 0)} chunks"
         )
     except ParetoragError as exc:

@@ -74,7 +74,7 @@ def serve(
     """Serve the index over HTTP: API (docs at /docs), web page at /, metrics at /metrics."""
     try:
         try:
-            import uvicorn
+            import uvicorn  # noqa: F401  (the serve extra)
 
             from ..server import KeyRing, Limits, create_app
         except ImportError as exc:
@@ -115,7 +115,15 @@ def serve(
     for line in application.state.service.resumed:  # jobs the last server accepted and did not finish
         err.print(f"[yellow]{_text(line)}[/]")
     err.print(f"serving {_text(index_dir)} on http://{host}:{port}/ (API docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level="info", timeout_keep_alive=keep_alive)
+    from ..server.running import run
+
+    run(
+        application,
+        host=host,
+        port=port,
+        keep_alive=keep_alive,
+        on_stop=lambda message: err.print(f"paretorag: {message}"),
+    )
 
 
 def mcp_command(index_dir: Path = IndexOpt, llm: str | None = AnswerLLMOpt) -> None:

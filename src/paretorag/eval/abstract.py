@@ -35,6 +35,12 @@ from .judge import Judgment, judge_prompt, load_prompt, parse_verdict, win_rates
 SOURCES = ("communities", "corpus")
 
 
+def default_summaries(methods: Sequence[str]) -> str:
+    """What the question writer reads when not told: the GraphRAG community reports when
+    ``graphrag-global`` is among ``methods`` (its index builds them), else corpus excerpts."""
+    return "communities" if "graphrag-global" in methods else "corpus"
+
+
 @dataclass(frozen=True)
 class AbstractQuestion:
     """A generated or given abstract question, with the user and task it was written for."""
@@ -325,7 +331,7 @@ def run_abstract(
     llm: Any = "extractive",
     judge: Any = None,
     questions_file: Path | None = None,
-    summaries: str = "communities",
+    summaries: str | None = None,
     personas: int = 5,
     tasks: int = 5,
     per_task: int = 5,
@@ -348,7 +354,8 @@ def run_abstract(
         questions when ``llm`` is not generative, e.g. offline ``extractive`` answers).
     judge : LLM spec or object for the verdicts (default: ``llm``); must be generative.
     questions_file : read the questions from this file instead of generating them.
-    summaries : ``communities`` or ``corpus``, what the question writer reads.
+    summaries : ``communities`` or ``corpus``, what the question writer reads (default:
+        :func:`default_summaries`).
     personas, tasks, per_task : users, tasks per user and questions per task to generate.
     limit : keep the first ``limit`` questions.
     out_dir : where ``abstract.json``, ``abstract.md`` and ``abstract_winrates.png`` go.
@@ -379,6 +386,8 @@ def run_abstract(
         raise ConfigError(
             f"--judge {judge_name} cannot follow the judge's instructions; use --judge openai:MODEL"
         )
+    if summaries is None:
+        summaries = default_summaries(names)
     if questions_file is None and summaries == "communities" and "graphrag-global" not in names:
         raise ConfigError(
             "--summaries communities reads the GraphRAG community reports: add graphrag-global to --methods, "
@@ -472,6 +481,7 @@ __all__ = [
     "AbstractQuestion",
     "answer_all",
     "corpus_summaries",
+    "default_summaries",
     "generate_questions",
     "judge_all",
     "method_costs",

@@ -19,6 +19,10 @@ def parse_ks(text: str) -> list[int]:
         ) from None
     if not ks or ks[0] <= 0:
         raise ConfigError(f"--k must be comma-separated positive integers like 1,2,5,10, got {text!r}")
+    from ..types import MAX_K
+
+    if ks[-1] > MAX_K:
+        raise ConfigError(f"--k cut-offs must be at most {MAX_K} (the retrieval depth limit), got {text!r}")
     return ks
 
 
@@ -106,11 +110,12 @@ def eval_command(
     questions: Path | None = typer.Option(
         None, "--questions", help="With --abstract: questions file (.jsonl, .json or one per line)."
     ),
-    summaries: str = typer.Option(
-        "communities",
+    summaries: str | None = typer.Option(
+        None,
         "--summaries",
         help="With --abstract: what the question writer reads, 'communities' (needs graphrag-global in "
-        "--methods) or 'corpus' (excerpts spread over the corpus).",
+        "--methods) or 'corpus' (excerpts spread over the corpus). Default: communities when "
+        "graphrag-global is in --methods, else corpus.",
     ),
     personas: int = typer.Option(5, "--personas", help="With --abstract: users to imagine."),
     tasks: int = typer.Option(5, "--tasks", help="With --abstract: tasks per user."),
@@ -212,8 +217,12 @@ def _run(
         if r is not None and r not in READERS:
             raise ConfigError(f"--readers: unknown reader {r!r}; use {', '.join(READERS)}")
     ks = parse_ks(k)
+    from ..types import MAX_K
+
     if answer_k is not None and answer_k < 1:
         raise ConfigError(f"--answer-k must be a positive integer, got {answer_k}; e.g. --answer-k 5")
+    if answer_k is not None and answer_k > MAX_K:
+        raise ConfigError(f"--answer-k must be at most {MAX_K}, got {answer_k}; e.g. --answer-k 5")
     console = Console()
     for name in subsets:
         target = out / name if len(subsets) > 1 else out
@@ -258,7 +267,7 @@ def _run_abstract(
     llm: str,
     judge: str | None,
     questions: Path | None,
-    summaries: str,
+    summaries: str | None,
     personas: int,
     tasks: int,
     per_task: int,
@@ -276,11 +285,20 @@ def _run_abstract(
     from ..progress import RichProgress
     from ..rag import READERS
     from ..settings import parse_builder_settings
-    from .abstract import run_abstract
+    from .abstract import default_summaries, run_abstract
     from .abstract_report import winrate_table
 
     if "," in subset:
         raise ConfigError("--abstract evaluates one corpus at a time: give one --subset")
+    names = parse_names(methods, "--methods")
+    if summaries is None:
+        summaries = default_summaries(names)
+        if summaries == "corpus" and questions is None:
+            typer.echo(
+                "note: the questions are written from corpus excerpts (--summaries corpus): the community "
+                "reports of --summaries communities need graphrag-global in --methods",
+                err=True,
+            )
     reader = readers.strip() if readers else None
     if reader is not None and reader not in READERS:
         raise ConfigError(f"--readers: with --abstract give one reader of {', '.join(READERS)}")
@@ -288,7 +306,7 @@ def _run_abstract(
         payload = run_abstract(
             data,
             subset,
-            parse_names(methods, "--methods"),
+            names,
             llm=llm,
             judge=judge,
             questions_file=questions,

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..errors import SettingError
 from ..graph import Edges, Graph, csr
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
@@ -346,8 +346,11 @@ class TextualKG(_KnowledgeGraph):
     def _validate(self) -> None:
         types = self.entity_types
         if isinstance(types, str) or not types or not all(isinstance(t, str) and t for t in types):
-            raise ConfigError(
-                f"{type(self).__name__}.entity_types must be a list of type names such as ['person', 'geo'], got {types!r}"
+            raise SettingError(
+                type(self).__name__,
+                "entity_types",
+                types,
+                "be a list of type names such as ['person', 'geo']",
             )
         check_nonneg_int(self, "max_gleaning", self.max_gleaning)
         check_positive_int(self, "summary_max_tokens", self.summary_max_tokens)

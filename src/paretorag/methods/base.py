@@ -108,11 +108,12 @@ def register_preset(name: str, cls: type[Method], doc: str, **preset: Any) -> No
 
 
 def suggest(name: str, known: Iterable[str]) -> str:
-    """ "did you mean 'entity-walk'?" for a near miss (difflib), then the names to choose from."""
+    """ "did you mean 'entity-walk'?" for a near miss (difflib), then where the names are listed
+    (not the names themselves: there are dozens)."""
     names = sorted(known)
     close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-    return f"{hint}available: {', '.join(names)}"
+    return f"{hint}see `paretorag methods` for all {len(names)}"
 
 
 def get_method(name: str, **params: Any) -> Method:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SettingError
 from ..graph import Communities, Edges, Graph
 from ..kernels.rank import dense_scores, top_k
 from ..providers.base import LLM, user_prompt
@@ -97,7 +97,7 @@ def query_vector(index: IndexView, state: State, source: str, owner: Operator) -
             raise ConfigError(f"{owner.name}: query='keywords' needs a question.keywords step first")
         texts = list(state.info["keywords"])
     else:
-        raise ConfigError(f"{type(owner).__name__}.query must be one of {QUERY_SOURCES}, got {source!r}")
+        raise SettingError(type(owner).__name__, "query", source, f"be one of {QUERY_SOURCES}")
     if not texts:
         return None
     return np.asarray(index.embed([", ".join(texts)])[0], dtype=np.float32)
@@ -212,9 +212,7 @@ def check_k(owner: object, name: str, value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(
-            f"{type(owner).__name__}.{name} must be a positive integer or None (all), got {value!r}"
-        )
+        raise SettingError(type(owner).__name__, name, value, "be a positive integer or None (all)")
     return value
 
 

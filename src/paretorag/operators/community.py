@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SettingError
 from ..kernels.rank import top_k, vector_top_k
 from ..types import Scored
 from .base import Operator, check_nonneg_int, check_positive_int, load_graph, register_operator
@@ -94,9 +94,7 @@ class CommunityEntity(Operator):
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
         if self.order not in ("rating", "occurrence"):
-            raise ConfigError(
-                f"{type(self).__name__}.order must be 'rating' or 'occurrence', got {self.order!r}"
-            )
+            raise SettingError(type(self).__name__, "order", self.order, "be 'rating' or 'occurrence'")
         graph = load_graph(index, self.graph)
         c = communities_of(graph, self, self.graph)
         ok = _level_ok(c, self.level, self)
@@ -139,7 +137,7 @@ class CommunityLayer(Operator):
     def run(self, index: IndexView, state: State) -> Scored:
         k = check_positive_int(self, "k", self.k)
         if isinstance(self.min_rating, bool) or not isinstance(self.min_rating, int | float):
-            raise ConfigError(f"{type(self).__name__}.min_rating must be a number, got {self.min_rating!r}")
+            raise SettingError(type(self).__name__, "min_rating", self.min_rating, "be a number")
         graph = load_graph(index, self.graph)
         c = communities_of(graph, self, self.graph)
         rating = _rating(c)

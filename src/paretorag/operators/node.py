@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SettingError
 from ..kernels.bfs import bfs_levels
 from ..kernels.pagerank import pagerank, transition
 from ..kernels.rank import top_k, vector_top_k
@@ -171,9 +171,7 @@ class NodePPR(Operator):
         k = check_k(self, "k", self.k)
         damping = check_fraction(self, "damping", self.damping, closed=False)
         if not isinstance(self.specificity, bool):
-            raise ConfigError(
-                f"{type(self).__name__}.specificity must be True or False, got {self.specificity!r}"
-            )
+            raise SettingError(type(self).__name__, "specificity", self.specificity, "be True or False")
         graph = load_graph(index, self.graph)
         p = np.clip(seed_vector(state, self.source, graph.n_nodes, KIND), 0.0, None)
         if self.specificity:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SettingError
 from ..kernels.paths import cover_paths, k_hop_paths, merge_paths
 from ..kernels.steiner import steiner_tree
 from ..types import Scored
@@ -140,7 +140,7 @@ class SubgraphKHopPath(Operator):
         hops = check_nonneg_int(self, "max_hops", self.max_hops)
         cap = check_positive_int(self, "max_paths", self.max_paths)
         if self.mode not in ("cover", "all"):
-            raise ConfigError(f"{type(self).__name__}.mode must be 'cover' or 'all', got {self.mode!r}")
+            raise SettingError(type(self).__name__, "mode", self.mode, "be 'cover' or 'all'")
         graph = load_graph(index, self.graph)
         edges_of(graph, self, self.graph)
         s = seeds(state, self.source, graph.n_nodes, "entity").sorted()
@@ -185,13 +185,9 @@ class SubgraphSteiner(Operator):
 
     def run(self, index: IndexView, state: State) -> Scored:
         if self.method not in ("kou", "mehlhorn"):
-            raise ConfigError(
-                f"{type(self).__name__}.method must be 'kou' or 'mehlhorn', got {self.method!r}"
-            )
+            raise SettingError(type(self).__name__, "method", self.method, "be 'kou' or 'mehlhorn'")
         if self.cost not in ("hop", "inverse_weight"):
-            raise ConfigError(
-                f"{type(self).__name__}.cost must be 'hop' or 'inverse_weight', got {self.cost!r}"
-            )
+            raise SettingError(type(self).__name__, "cost", self.cost, "be 'hop' or 'inverse_weight'")
         graph = load_graph(index, self.graph)
         e = edges_of(graph, self, self.graph)
         terminals = [seeds(state, self.source, graph.n_nodes, "entity").ids]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -228,7 +229,8 @@ class FakeLLM:
     """A scripted LLM for tests: replies from a list (cycled) or a function of the request.
 
     Every request is recorded in ``requests``. With ``context_window``, the answer path
-    fits prompts under it as it does for llama.cpp.
+    fits prompts under it as it does for llama.cpp. With ``delay``, :meth:`stream` waits that
+    many seconds before each piece (a slow model server); ``streamed`` counts the pieces sent.
     """
 
     generative = True
@@ -239,9 +241,12 @@ class FakeLLM:
         *,
         name: str = "fake",
         context_window: int | None = None,
+        delay: float = 0.0,
     ) -> None:
         self.responses = responses
         self.name = name
+        self.delay = delay
+        self.streamed = 0
         self.context_window = context_window  # like llama.cpp's n_ctx, when set
         self.requests: list[Request] = []
         self.max_concurrency = 4
@@ -259,7 +264,12 @@ class FakeLLM:
 
     def stream(self, request: Request) -> Iterator[str]:
         """The scripted response in word-sized pieces (as a streaming server sends it)."""
-        yield from re.findall(r"\s*\S+", self.complete(request).text)
+        for piece in re.findall(r"\s*\S+", self.complete(request).text):
+            if self.delay:
+                time.sleep(self.delay)
+            with self._lock:
+                self.streamed += 1
+            yield piece
 
 
 def make_llm(spec: str | None) -> Any:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -40,7 +40,7 @@ def llm_identity(llm: LLM) -> str | dict[str, Any]:
     return dict(ident) if isinstance(ident, Mapping) else llm.name
 
 
-def stream_text(llm: LLM, request: Request) -> Iterator[str]:
+def stream_text(llm: LLM, request: Request) -> Generator[str, None, None]:
     """The answer in pieces: ``llm.stream(request)`` when the backend streams, else one piece."""
     stream = getattr(llm, "stream", None)
     if callable(stream):

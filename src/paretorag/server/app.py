@@ -30,7 +30,7 @@ from .graph import graph_router
 from .jobs import Job
 from .mcp import mcp_endpoint
 from .metrics import Metrics
-from .middleware import BodyLimit, Counting
+from .middleware import BodyLimit, Counting, NoSniff
 from .routes_documents import RECORD_SCHEMA, documents_router
 from .routes_page import page_router
 from .routes_query import query_router
@@ -95,6 +95,7 @@ def create_app(
     app.state.metrics = metrics
     app.add_middleware(BodyLimit, limits=service.limits)
     app.add_middleware(Counting, metrics=metrics)
+    app.add_middleware(NoSniff)
     add_error_handlers(app)
 
     can_read, can_write = key_checks(ring)

@@ -31,6 +31,14 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_keys(entries: Iterable[str], where: str) -> list[tuple[str, str]]:
     """``(role, key)`` pairs from ``KEY`` / ``rw:KEY`` / ``ro:KEY`` entries (blank ones skipped)."""
     out: list[tuple[str, str]] = []
@@ -42,6 +50,8 @@ def parse_keys(entries: Iterable[str], where: str) -> list[tuple[str, str]]:
         prefix, colon, rest = entry.partition(":")
         if colon and prefix in ("ro", "rw"):
             role, entry = (READ if prefix == "ro" else WRITE), rest.strip()
+        if not _encodable(entry):  # a variable's bytes that are not UTF-8 (the key is never shown)
+            raise ConfigError(f"API key #{n} in {where} is not UTF-8 text; generate one with {_KEYGEN}")
         if len(entry) < MIN_KEY_CHARS or any(c.isspace() for c in entry):
             raise ConfigError(
                 f"API key #{n} in {where} is shorter than {MIN_KEY_CHARS} characters or holds spaces; "
@@ -67,6 +77,11 @@ class KeyRing:
             except OSError as exc:
                 raise ConfigError(
                     f"--api-key-file {key_file}: cannot read it ({exc.strerror}); check the path"
+                ) from None
+            except UnicodeDecodeError as exc:  # names the line only: its bytes may be a key
+                line = exc.object[: exc.start].count(b"\n") + 1
+                raise ConfigError(
+                    f"--api-key-file {key_file} is not UTF-8 text (line {line}); save it as UTF-8"
                 ) from None
             file_pairs = parse_keys(lines, str(key_file))
             if not file_pairs:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import closing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +18,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ParetoragError
 from ..manifest import FILENAME
-from ..methods.base import available_methods
+from ..methods.base import METHODS, available_methods
 from ..types import Answer, Usage
 from .auth import KeyRing, key_from_headers
 from .compat_condense import condense
 from .errors import APIError, status_of
 from .metrics import Metrics
 from .service import Service
-from .streaming import answer_events
+from .streaming import AnswerStream
 
 log = logging.getLogger("paretorag.server")
 
@@ -153,14 +152,20 @@ class Chat:
                 401, "unknown API key; check the key you send", code="invalid_api_key", ollama=ollama
             )
 
-    def models(self, rag: Any = None) -> list[tuple[str, str]]:
+    def models(self, rag: Any = None, *, presets: bool = False) -> list[tuple[str, str]]:
         """``(model id, method)`` for every method this index has built (read with ``rag``, a
-        reading RAG the caller holds, else with one taken here)."""
+        reading RAG the caller holds, else with one taken here). Presets (a method's ablations
+        and variants, such as ``e2graphrag-no-dense``) only with ``presets``: the model lists
+        leave them out, a request names them all the same."""
         if rag is None:
             with self.service.pool.reader() as held:
-                return self.models(held)
+                return self.models(held, presets=presets)
         rag.view  # noqa: B018  (follows the latest commit)
-        return [(f"{self.index_name}/{m}", m) for m in available_methods() if rag.built(m)]
+        return [
+            (f"{self.index_name}/{m}", m)
+            for m in available_methods()
+            if (presets or not METHODS[m].preset) and rag.built(m)
+        ]
 
     def created(self) -> int:
         try:
@@ -173,16 +178,21 @@ class Chat:
         name = model.strip()
         if ollama and name.endswith(":latest"):
             name = name[: -len(":latest")]
-        found = dict(self.models(rag))
+        found = dict(self.models(rag, presets=True))
         if name in found:
             return name, found[name]
         by_method = {m: i for i, m in found.items()}
         if name in by_method:
             return by_method[name], name
-        listed = ", ".join(sorted(found)) or "(none: build a method first)"
+        listed = ", ".join(sorted(i for i, m in found.items() if not METHODS[m].preset))
         raise CompatError(
             404,
-            f"unknown model {model!r}; this server's models are INDEX/METHOD ids: {listed}",
+            f"unknown model {model!r}; this server's models are INDEX/METHOD ids: "
+            + (
+                f"{listed} (and the presets of these methods, see GET /methods)"
+                if listed
+                else "(none: build a method first)"
+            ),
             code="model_not_found",
             param="model",
             ollama=ollama,
@@ -249,10 +259,10 @@ class Chat:
             },
         }
 
-    def run(self, request: Request, raw: bytes, ollama: bool) -> tuple[Turn, Iterator[tuple[str, Any]]]:
-        """Authorize, parse, condense and retrieve (errors here are HTTP errors), then the answer
-        as events: ``("token", text)``, ``("wait", message)``, then ``("done", Answer)`` or
-        ``("error", exception)``. The reading slot is held until the events are consumed."""
+    def run(self, request: Request, raw: bytes, ollama: bool) -> tuple[Turn, AnswerStream]:
+        """Authorize, parse, condense and retrieve (errors here are HTTP errors), then start the
+        answer: its :class:`~.streaming.AnswerStream` holds the query slot until it ends or is
+        cancelled (the client went away)."""
         self.authorize(request, ollama)
         body = self.body(raw, ollama)
         try:
@@ -281,29 +291,19 @@ class Chat:
                 on_token=on_token,
             )
             ans.usage.merge(turn.usage)
+            if self.metrics is not None:
+                self.metrics.answered(ans)
             return ans
 
-        def events() -> Iterator[tuple[str, Any]]:
-            try:
-                with closing(answer_events(answer, name="paretorag-chat")) as pieces:
-                    for kind, value in pieces:
-                        if kind == "done" and self.metrics is not None:
-                            self.metrics.answered(value)
-                        yield kind, value
-            finally:  # after the answer finished (closing waits for it)
-                self.service.pool.release(rag)
-
-        return turn, events()
+        return turn, self.service.stream(rag, answer, name="paretorag-chat")
 
     def complete(self, request: Request, raw: bytes, ollama: bool) -> tuple[Turn, Answer]:
-        """The whole answer (the events consumed here)."""
-        turn, events = self.run(request, raw, ollama)
-        outcome: dict[str, Any] = {}
-        for kind, value in events:  # to the end: that gives the reading slot back
-            outcome[kind] = value
-        if "done" in outcome:
-            return turn, outcome["done"]
-        raise to_compat(outcome.get("error", RuntimeError("the answer ended without a result")), ollama)
+        """The whole answer (waited for here, in a worker thread)."""
+        turn, stream = self.run(request, raw, ollama)
+        kind, value = stream.result()
+        if kind == "done":
+            return turn, value
+        raise to_compat(value, ollama)
 
 
 def sources(ans: Answer) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from .. import __version__
 from ..types import Answer
 from .compat_common import Chat, Turn, guarded, peek_stream, reply_text, sources, to_compat
-from .streaming import streaming
+from .streaming import AnswerStream, streaming
 
 OLLAMA_VERSION = "0.6.0"  # what GET /api/version reports (clients check the API level)
 
@@ -63,8 +63,8 @@ def ollama_router(chat: Chat) -> APIRouter:
                 "message": {"role": "assistant", "content": reply_text(ans)},
                 "paretorag": chat.extra(turn, ans),
             }
-        turn, events = await anyio.to_thread.run_sync(chat.run, request, raw, True)
-        return streaming(_lines(chat, turn, events), "application/x-ndjson")
+        turn, stream = await anyio.to_thread.run_sync(chat.run, request, raw, True)
+        return streaming(_lines(chat, turn, stream), "application/x-ndjson", stream)
 
     return router
 
@@ -89,7 +89,7 @@ def _final(turn: Turn, ans: Answer) -> dict[str, Any]:
     }
 
 
-def _lines(chat: Chat, turn: Turn, events: Iterator[tuple[str, Any]]) -> Iterator[str]:
+async def _lines(chat: Chat, turn: Turn, stream: AnswerStream) -> AsyncIterator[str]:
     def line(content: str) -> str:
         body = {
             "model": turn.model,
@@ -99,7 +99,7 @@ def _lines(chat: Chat, turn: Turn, events: Iterator[tuple[str, Any]]) -> Iterato
         }
         return json.dumps(body, ensure_ascii=False) + "\n"
 
-    for kind, value in events:
+    async for kind, value in stream.events():
         if kind == "token" and value:
             yield line(value)
         elif kind == "done":

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
 
 from ..types import Answer
 from .compat_common import Chat, Turn, guarded, peek_stream, reply_text, sources, to_compat
-from .streaming import streaming
+from .streaming import AnswerStream, streaming
 
 
 def openai_router(chat: Chat) -> APIRouter:
@@ -66,10 +66,10 @@ def openai_router(chat: Chat) -> APIRouter:
                 "usage": _usage(ans),
                 "paretorag": chat.extra(turn, ans),
             }
-        turn, events = await anyio.to_thread.run_sync(chat.run, request, raw, False)
+        turn, stream = await anyio.to_thread.run_sync(chat.run, request, raw, False)
         options = json.loads(raw).get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        return streaming(_chunks(chat, turn, events, include_usage), "text/event-stream")
+        return streaming(_chunks(chat, turn, stream, include_usage), "text/event-stream", stream)
 
     return router
 
@@ -83,7 +83,7 @@ def _usage(ans: Answer) -> dict[str, int]:
     }
 
 
-def _chunks(chat: Chat, turn: Turn, events: Iterator[tuple[str, Any]], include_usage: bool) -> Iterator[str]:
+async def _chunks(chat: Chat, turn: Turn, stream: AnswerStream, include_usage: bool) -> AsyncIterator[str]:
     cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
 
@@ -99,7 +99,7 @@ def _chunks(chat: Chat, turn: Turn, events: Iterator[tuple[str, Any]], include_u
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    for kind, value in events:
+    async for kind, value in stream.events():
         if kind == "token" and value:
             yield chunk({"content": value})
         elif kind == "done":

@@ -46,9 +46,14 @@ class APIError(Exception):
         self.kind = kind
 
 
+class ServerStopping(ParetoragError):
+    """The server was asked to stop (SIGTERM) while an answer was being made."""
+
+
 # most specific first
 _STATUS: list[tuple[type[BaseException], int, str, str | None]] = [
     (QuestionError, 400, "bad_question", "question"),
+    (ServerStopping, 503, "stopping", None),
     (MissingStructureError, 409, "missing_structure", "method"),
     (IndexLockedError, 409, "index_locked", None),
     (DamagedIndexError, 503, "damaged_index", None),

@@ -108,8 +108,11 @@ def graph_router(
         structure: str | None = StructureQuery,
     ) -> dict[str, Any]:
         """The subgraph around a question's retrieved passages (retrieval only, no LLM answer) or
-        around one entity: `nodes` (each with its `passage_ids`, retrieved ones first), `edges`
-        among them, and `passages` (chunk id -> title, text, retrieved, score)."""
+        around one entity: `nodes` (each with its `passage_ids`, retrieved ones first, its other
+        names as `aliases`, and `mentions`: the sentences of those passages that name it, each
+        with `chunk_id`, `sentence`, its `start` / `end` in the passage's text and `highlights`,
+        the name's `[from, to]` offsets in `sentence`), `edges` among them, and `passages`
+        (chunk id -> title, text, retrieved, score)."""
         from ..explore import entity_neighborhood, find_entity, question_neighborhood
         from ..methods.base import available_methods
 

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from .errors import APIError, error_body, status_of
 from .jobs import Job, new_job_id
 from .schemas import ERRORS
-from .service import check_upload_name, records_to_documents
+from .service import check_upload_name, records_to_documents, saved_name
 
 if TYPE_CHECKING:
     from .service import Service
@@ -111,7 +111,8 @@ def documents_router(
         try:
             for i, up in enumerate(uploads):
                 name = check_upload_name(up.filename or "", i)
-                saved = folder / f"{i:03d}" / name  # its own folder: the file name stays the title
+                # its own folder, under the name (a long one shortened, see saved_name)
+                saved = folder / f"{i:03d}" / saved_name(name)
                 saved.parent.mkdir()
                 names[str(saved)] = name
                 with open(saved, "wb") as fh:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Callable, Iterator
-from contextlib import closing
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends
@@ -17,7 +16,7 @@ from ..methods.base import available_methods
 from ..types import Budget
 from .errors import APIError, error_body
 from .schemas import ERRORS, QueryBody
-from .streaming import answer_events, sse, streaming
+from .streaming import sse, streaming
 
 if TYPE_CHECKING:
     from ..types import Answer
@@ -97,6 +96,7 @@ def query_router(service: Service, can_read: Callable[..., str], metrics: Metric
             method = body.method or rag.default_method()
             retrieval, items = rag.retrieve(body.question, method, k=body.k, budget=body.budget)
             retrieval_s = time.perf_counter() - t0
+            ctx = pack(items, Budget(body.budget), rag.tokenizer)
         except BaseException:
             service.pool.release(rag)
             raise
@@ -114,33 +114,30 @@ def query_router(service: Service, can_read: Callable[..., str], metrics: Metric
                 reader=body.reader,
             )
 
-        def events() -> Iterator[str]:
-            try:
-                ctx = pack(items, Budget(body.budget), rag.tokenizer)
-                yield sse(
-                    "contexts",
-                    {
-                        "method": method,
-                        "mode": retrieval.mode,
-                        "branch": retrieval.branch,
-                        "contexts": [c.to_json() for c in ctx.items],
-                    },
-                )
-                with closing(answer_events(answer, name="paretorag-stream")) as pieces:
-                    for kind, value in pieces:
-                        if kind == "token":
-                            yield sse("token", {"text": value})
-                        elif kind == "wait":
-                            yield sse("wait", {"message": value})
-                        elif kind == "done":
-                            metrics.answered(value)
-                            yield sse("done", value.to_json())
-                        else:
-                            yield sse("error", error_body(value)["error"])
-            finally:  # after the answer finished (closing waits for it)
-                service.pool.release(rag)
+        stream = service.stream(rag, answer, name="paretorag-stream")  # holds the slot from here
 
-        return streaming(events(), "text/event-stream")
+        async def events() -> AsyncIterator[str]:
+            yield sse(
+                "contexts",
+                {
+                    "method": method,
+                    "mode": retrieval.mode,
+                    "branch": retrieval.branch,
+                    "contexts": [c.to_json() for c in ctx.items],
+                },
+            )
+            async for kind, value in stream.events():
+                if kind == "token":
+                    yield sse("token", {"text": value})
+                elif kind == "wait":
+                    yield sse("wait", {"message": value})
+                elif kind == "done":
+                    metrics.answered(value)
+                    yield sse("done", value.to_json())
+                else:
+                    yield sse("error", error_body(value)["error"])
+
+        return streaming(events(), "text/event-stream", stream)
 
     return router
 

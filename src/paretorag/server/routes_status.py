@@ -58,8 +58,9 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
         return out
 
     @router.get("/healthz", tags=["service"])
-    def healthz() -> dict[str, Any]:
-        """Liveness and the committed generation (no key needed)."""
+    async def healthz() -> dict[str, Any]:
+        """Liveness and the committed generation (no key needed). Answered on the event loop
+        (a small file read), so it stays quick when every worker thread is busy."""
         m = Manifest.load(service.root)
         return {
             "status": "ok",
@@ -75,6 +76,8 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
             "paretorag_index_generation": float(m.generation if m else 0),
             "paretorag_index_documents": float(m.counts.get("documents", 0) if m else 0),
             "paretorag_readers_open": float(service.pool.opened),
+            "paretorag_query_slots": float(service.pool.size),
+            "paretorag_query_slots_busy": float(service.pool.in_use),
             "paretorag_jobs_pending": float(service.writer.pending()),
         }
         return PlainTextResponse(metrics.render(gauges), media_type="text/plain; version=0.0.4")

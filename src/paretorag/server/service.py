@@ -31,9 +31,10 @@ from ..providers.embedder_spec import make_embedder
 from ..providers.llm import make_llm
 from ..rag import RAG
 from ..store import Store
-from ..types import Document
-from .errors import APIError
+from ..types import MAX_K, Answer, Document
+from .errors import APIError, ServerStopping
 from .jobs import Job, Writer, new_job_id
+from .streaming import AnswerStream
 from .writes import delete_work, files_work, insert_work, resume
 
 log = logging.getLogger("paretorag.server")
@@ -46,7 +47,7 @@ class Limits:
     max_body_bytes: int = 64 * 1024  # JSON requests
     max_upload_bytes: int = 32 * 1024 * 1024  # POST /documents (multipart or JSON records)
     max_question_chars: int = 2000
-    max_k: int = 100
+    max_k: int = MAX_K  # the same limit as the CLI, paretorag.toml and RAG.query
     max_budget: int = 1_000_000
     max_files: int = 100
 
@@ -66,6 +67,7 @@ class ReaderPool:
         self._size = size
         self._wait_s = wait_s
         self._slots = threading.BoundedSemaphore(size)
+        self._in_use = 0
         self._rag: RAG | None = None
         self._lock = threading.Lock()
 
@@ -84,13 +86,28 @@ class ReaderPool:
                 kind="busy",
             )
         try:
-            return self._shared()
+            rag = self._shared()
         except BaseException:
             self._slots.release()
             raise
+        with self._lock:
+            self._in_use += 1
+        return rag
 
     def release(self, rag: RAG) -> None:
+        with self._lock:
+            self._in_use -= 1
         self._slots.release()
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def in_use(self) -> int:
+        """Query slots held now (``/metrics``: ``paretorag_query_slots_busy``)."""
+        with self._lock:
+            return self._in_use
 
     @contextmanager
     def reader(self) -> Iterator[RAG]:
@@ -175,6 +192,36 @@ class Service:
             self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
         )
         self.resumed: list[str] = resume(self.root, self.jobs, self.writer)
+        self._streams: set[AnswerStream] = set()
+        self._streams_lock = threading.Lock()
+
+    # -- streamed answers ------------------------------------------------------
+    def stream(
+        self, rag: RAG, answer: Callable[[Callable[[str], None]], Answer], *, name: str
+    ) -> AnswerStream:
+        """Make ``answer(on_token)`` in its own thread with ``rag``'s query slot, which comes
+        back when the answer ends or the stream is cancelled (see :mod:`.streaming`)."""
+        box: list[AnswerStream] = []
+
+        def release() -> None:
+            with self._streams_lock:
+                self._streams.difference_update(box)
+            self.pool.release(rag)
+
+        stream = AnswerStream(answer, name=name, release=release)
+        box.append(stream)
+        with self._streams_lock:
+            self._streams.add(stream)
+        return stream.start()
+
+    def stop_streams(self) -> int:
+        """End every streamed answer now (the server is stopping): each client gets a last
+        ``stopping`` error event. Returns how many were open."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for stream in streams:
+            stream.cancel(ServerStopping("the server is stopping; ask again once it is back"))
+        return len(streams)
 
     def _open_reader(self) -> RAG:
         return RAG.open(self.root, create=False, llm=self._llm, embedder=self._embedder)
@@ -235,6 +282,7 @@ class Service:
         return None if job is None else self.writer.snapshot(job)
 
     def close(self) -> None:
+        self.stop_streams()
         self.writer.close()
         self.pool.close()
         if not self.writer.running:  # a job still running keeps the table's connection
@@ -266,8 +314,13 @@ def records_to_documents(payload: Any) -> list[Document]:
     return docs
 
 
+SAVED_NAME_BYTES = 120
+"""Longest file name an upload is saved under (file systems refuse names past 255 bytes)."""
+
+
 def check_upload_name(name: str, index: int) -> str:
-    """A safe file name for an upload (no directories), with a supported extension."""
+    """A safe file name for an upload (no directories), with a supported extension: the name
+    its document shows (see :func:`saved_name` for the one it is saved under)."""
     from ..ingest import SUPPORTED
 
     base = Path(name.replace("\\", "/")).name.strip()
@@ -284,4 +337,18 @@ def check_upload_name(name: str, index: int) -> str:
     return base
 
 
-__all__ = ["Limits", "ReaderPool", "Service", "check_upload_name", "records_to_documents"]
+def saved_name(name: str) -> str:
+    """The file name an upload checked by :func:`check_upload_name` is saved under: the name
+    itself, or, past :data:`SAVED_NAME_BYTES`, its start, a hash of the whole name (two long
+    names sharing a start stay apart) and its extension. The job keeps the uploaded name."""
+    if len(name.encode()) <= SAVED_NAME_BYTES:
+        return name
+    import hashlib
+
+    path = Path(name)
+    tag = "-" + hashlib.sha256(name.encode()).hexdigest()[:12] + path.suffix
+    room = SAVED_NAME_BYTES - len(tag.encode())
+    return path.stem.encode()[:room].decode("utf-8", "ignore") + tag
+
+
+__all__ = ["Limits", "ReaderPool", "Service", "check_upload_name", "records_to_documents", "saved_name"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ParetoragError
-from ..ingest import Problem, read_paths
+from ..ingest import Problem, doc_id_for, read_paths
 from ..jobtable import MAX_ATTEMPTS, UPLOADS, JobRecord, JobTable, committed_doc_ids
 from ..rag import RAG
 from ..types import Document
@@ -67,7 +67,7 @@ def files_work(table: JobTable, job_id: str, folder: Path, names: dict[str, str]
 
     def load() -> tuple[list[Document], list[Problem]]:
         docs, problems = read_paths(list(names))
-        return [dataclasses.replace(d, source=upload_source(d.source, names)) for d in docs], problems
+        return [uploaded(d, names) for d in docs], problems
 
     return insert_work(table, job_id, load, resumed=resumed, names=names, folder=folder)
 
@@ -156,6 +156,19 @@ def recover(root: Path, table: JobTable, rec: JobRecord) -> tuple[Work, str]:
             )
         return files_work(table, rec.job_id, folder, names, resumed=True), f"{len(names)} uploaded file(s)"
     raise InputError(f"job {rec.job_id} has an input this version cannot read ({inputs}); send it again")
+
+
+def uploaded(doc: Document, names: dict[str, str]) -> Document:
+    """A document read from a saved upload, under the uploaded name: its source, and its title
+    where the title is the file's name (a long name is saved shortened, see
+    :func:`~.service.saved_name`)."""
+    path = doc.source.partition("#")[0]
+    doc = dataclasses.replace(doc, source=upload_source(doc.source, names))
+    original = names.get(path)
+    if original is None or doc.title != Path(path).stem or Path(original).stem == doc.title:
+        return doc
+    title = Path(original).stem
+    return dataclasses.replace(doc, title=title, doc_id=doc_id_for(title, doc.text))
 
 
 def upload_source(source: str, names: dict[str, str]) -> str:

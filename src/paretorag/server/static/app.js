@@ -162,17 +162,43 @@ function renderContexts(contexts) {
   });
 }
 
+function count(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
+function millis(x) { return x < 1 ? "under 1 ms" : `${Math.round(x)} ms`; }
+
+// The line under the answer, in plain words: "fusion, 5 passages, 12 ms" (the method, the
+// passages it found, its retrieval time), who answered, the total time and the LLM's part.
+// How the method retrieved (its mode and branch) and each step's time are in the tooltip and
+// under "details".
+function routeLine(method, n, retrievalMs) {
+  return `${method}, ${count(n, "passage", "passages")}` + (retrievalMs == null ? "" : `, ${millis(retrievalMs)}`);
+}
+
 function renderDone(ans) {
   renderContexts(ans.contexts);
   // the reader's text is the short answer, then its cited evidence; an LLM's text is its answer
   renderAnswer(ans.text || ans.answer || (ans.contexts.length ? "(passages only)" : "(nothing found)"));
-  const read = ans.found === true || ans.found === false
-    ? ` · ${ans.answered_by}, confidence ${Number(ans.confidence).toFixed(2)}${ans.found ? "" : " (not found)"}`
-    : "";
-  $("route").textContent = `${ans.method} / ${ans.mode}${ans.branch ? " (" + ans.branch + ")" : ""}${read}`;
-  $("latency").textContent = `${Math.round(ans.timings_ms.total)} ms`;
+  const t = ans.timings_ms || {};
+  $("route").textContent = routeLine(ans.method, ans.contexts.length, t.retrieval ?? t.total);
+  const how = `${ans.mode} retrieval` + (ans.branch ? `: ${ans.branch}` : "");
+  const steps = Object.entries(t).map(([k, v]) => `${k} ${millis(v)}`).join(", ");
+  $("route").title = `${how}\n${steps}`;
+  const confidence = `confidence ${Number(ans.confidence).toFixed(2)}`;
+  $("reading").textContent = ans.found === true ? ` · answered by ${ans.answered_by}, ${confidence}`
+    : ans.found === false ? ` · no answer found (${ans.answered_by}, ${confidence})`
+    : ans.answered_by ? ` · answered by ${ans.answered_by}` : "";
+  $("latency").textContent = millis(t.total ?? 0);
   const u = ans.usage;
-  $("cost").textContent = `${u.llm_calls} call(s), ${u.prompt_tokens}+${u.completion_tokens} tokens`;
+  $("cost").textContent = u.llm_calls
+    ? `${count(u.llm_calls, "LLM call", "LLM calls")}, ${u.prompt_tokens} + ${u.completion_tokens} tokens`
+    : "no LLM call";
+  const more = $("route-more");
+  more.textContent = "";
+  for (const line of [`how: ${how}`, `time: ${steps}`, ...(ans.warnings || []).map((w) => `note: ${w}`)]) {
+    const li = document.createElement("li");
+    li.textContent = line;
+    more.appendChild(li);
+  }
+  $("route-details").hidden = false;
 }
 
 async function ask(ev) {
@@ -187,7 +213,9 @@ async function ask(ev) {
   $("ask").disabled = true;
   $("result").hidden = false;
   $("answer").textContent = "…";
-  $("route").textContent = $("latency").textContent = $("cost").textContent = "";
+  for (const id of ["route", "reading", "latency", "cost"]) $(id).textContent = "";
+  $("route").title = "";
+  $("route-details").hidden = true;
   try {
     const resp = await fetch("/query/stream", {
       method: "POST",
@@ -213,7 +241,11 @@ async function ask(ev) {
           else if (line.startsWith("data:")) data += line.slice(5).trim();
         }
         const payload = data ? JSON.parse(data) : {};
-        if (event === "contexts") { renderContexts(payload.contexts); $("answer").textContent = ""; }
+        if (event === "contexts") {
+          renderContexts(payload.contexts);
+          $("answer").textContent = "";
+          $("route").textContent = routeLine(payload.method, payload.contexts.length);
+        }
         else if (event === "token") { streamed += payload.text; $("answer").textContent = streamed; }
         else if (event === "wait") $("answer").textContent = streamed || `(${payload.message})`;
         else if (event === "done") renderDone(payload);
@@ -335,12 +367,62 @@ async function loadStructures() {
   sel.value = body.default;
 }
 
+// Text with some spans wrapped in `tag` elements (the name in a sentence, a sentence in its
+// passage); every piece goes in as text. `tidy` rewrites each piece (line breaks).
+function appendMarked(parent, text, spans, tag, tidy) {
+  const put = tidy || ((t) => t);
+  let at = 0;
+  for (const [a, b] of spans) {
+    if (a < at || b > text.length) continue;
+    parent.appendChild(document.createTextNode(put(text.slice(at, a))));
+    const m = document.createElement(tag);
+    m.textContent = put(text.slice(a, b));
+    parent.appendChild(m);
+    at = b;
+  }
+  parent.appendChild(document.createTextNode(put(text.slice(at))));
+}
+
+// a passage as prose: a hard-wrapped line break is a space, a blank line ends a paragraph
+// (the box keeps "\n\n" with `white-space: pre-line`)
+function prose(text) {
+  return text.replace(/\s*\n\s*\n\s*/g, "\uE000").replace(/\s+/g, " ").replace(/\uE000/g, "\n\n");
+}
+
+// one sentence that names the node, the name marked, opening onto its whole passage
+function mentionItem(m, p) {
+  const details = document.createElement("details");
+  details.className = "mention";
+  const summary = document.createElement("summary");
+  const sentence = document.createElement("span");
+  sentence.className = "sentence";
+  appendMarked(sentence, m.sentence, m.highlights, "mark");
+  summary.appendChild(sentence);
+  details.appendChild(summary);
+  const whole = document.createElement("div");
+  whole.className = "text";
+  appendMarked(whole, p.text, m.end > m.start ? [[m.start, m.end]] : [], "mark", prose);
+  whole.firstChild.textContent = whole.firstChild.textContent.trimStart(); // text nodes, both
+  whole.lastChild.textContent = whole.lastChild.textContent.trimEnd();
+  details.appendChild(whole);
+  details.addEventListener("toggle", () => { // the sentence in view, however deep in its passage
+    const here = whole.querySelector("mark");
+    if (details.open && here) whole.scrollTop = Math.max(0, here.offsetTop - 24);
+  });
+  return details;
+}
+
 function showNode(data) {
   $("graph-node").hidden = false;
   $("graph-node-title").textContent = data.name;
+  const aliases = data.aliases && data.aliases.length ? ` · also ${data.aliases.join(", ")}` : "";
   $("graph-node-meta").textContent =
-    `${data.kind} · ${data.degree} neighbour(s) · in ${data.passages} passage(s)` +
+    `${data.kind} · ${data.degree} neighbour(s) · in ${data.passages} passage(s)` + aliases +
     (data.description ? ` · ${data.description}` : "");
+  const shown = data.passage_ids.length;
+  $("graph-node-hint").textContent = "The sentences that name it" +
+    (data.passages > shown ? `, from ${shown} of its ${data.passages} passages` : "") +
+    "; open one to read its whole passage.";
   const ol = $("graph-passages");
   ol.textContent = "";
   for (const id of data.passage_ids) {
@@ -358,10 +440,9 @@ function showNode(data) {
       tag.textContent = `retrieved, score ${Number(p.score).toFixed(3)}`;
       li.appendChild(tag);
     }
-    const text = document.createElement("div");
-    text.className = "text";
-    text.textContent = p.text;
-    li.appendChild(text);
+    const quotes = (data.mentions || []).filter((m) => m.chunk_id === id);
+    if (!quotes.length) quotes.push({ sentence: p.text.slice(0, 200), start: 0, end: 0, highlights: [] });
+    for (const m of quotes) li.appendChild(mentionItem(m, p));
     ol.appendChild(li);
   }
   $("graph-node").scrollIntoView({ block: "nearest" });
@@ -419,7 +500,7 @@ async function showGraph(ev) {
     const what = graphData.entity ? `around ${graphData.entity}` : `in the ${graphData.retrieved.length} passage(s) ${graphData.method} retrieved`;
     $("graph-summary").textContent =
       `${graphData.nodes.length} node(s), ${graphData.edges.length} edge(s) of ${graphData.structure} ${what}` +
-      (graphData.truncated ? " (the best shown)" : "") + "; click a node for its passages";
+      (graphData.truncated ? " (the best shown)" : "") + "; click a node for the sentences that name it";
   } catch (e) {
     show($("graph-error"), String(e));
   } finally {
