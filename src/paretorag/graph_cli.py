@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cli.common import IndexOpt  # the default from paretorag.toml / $PARETORAG_INDEX, as elsewhere
 from .errors import ParetoragError
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ graph_app = typer.Typer(
 out = Console(soft_wrap=True, emoji=False)
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 
-IndexOpt = typer.Option(..., "--index", "-i", help="An existing index directory (see `paretorag index`).")
 StructureOpt = typer.Option(
     None,
     "--structure",

@@ -39,10 +39,11 @@ class OpenSettings:
         cfg = manifest.config
         has_docs = bool(manifest.counts.get("documents"))
         if self.chunk_size is not None or self.chunk_overlap is not None:
-            new = (
-                self.chunk_size or cfg.chunk_size,
-                cfg.chunk_overlap if self.chunk_overlap is None else self.chunk_overlap,
-            )
+            size = self.chunk_size or cfg.chunk_size
+            overlap = cfg.chunk_overlap if self.chunk_overlap is None else self.chunk_overlap
+            if self.chunk_overlap is None and overlap >= size:
+                overlap = size // 12  # the kept overlap would not fit: the default's ratio, 100 of 1,200
+            new = (size, overlap)
             if has_docs and new != (cfg.chunk_size, cfg.chunk_overlap):
                 raise ConfigError(
                     f"{root} was chunked with size {cfg.chunk_size}/overlap {cfg.chunk_overlap}; "

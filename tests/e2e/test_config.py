@@ -274,3 +274,11 @@ def test_no_file_no_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     r = runner.invoke(app, ["config", "show", "--json"])
     shown = json.loads(r.stdout)
     assert shown["file"] is None and all(s["source"] == "default" for s in shown["settings"])
+
+
+def test_graph_commands_take_the_index_from_the_file(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    r = runner.invoke(app, ["graph", "entities"])  # no --index: index.path of paretorag.toml
+    assert "Missing option" not in r.output, r.output
+    # the file's index was opened: it has no graph built, and the error says so
+    assert f"the index {project / 'ix'} holds no graph yet" in r.output, r.output

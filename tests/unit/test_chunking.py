@@ -128,3 +128,19 @@ def test_minilm_unpunctuated_text_uses_bounded_tokenizer_calls(minilm):
     _check_cover(doc, chunks, minilm.tokenizer, 300)
     assert tok.longest <= 40_000
     assert sum(c.n_tokens for c in chunks) == minilm.tokenizer.count([words])[0]
+
+
+def test_a_small_chunk_size_alone_gets_an_overlap_that_fits(tmp_path):
+    from paretorag.manifest import IndexConfig, Manifest
+    from paretorag.settings import OpenSettings
+
+    m = Manifest(IndexConfig())
+    OpenSettings(chunk_size=40).apply(tmp_path, m)  # the default overlap, 100, would not fit
+    assert (m.config.chunk_size, m.config.chunk_overlap) == (40, 3)
+    m.config.validate()
+    m = Manifest(IndexConfig())
+    OpenSettings(chunk_size=600).apply(tmp_path, m)  # the default fits: kept
+    assert (m.config.chunk_size, m.config.chunk_overlap) == (600, 100)
+    m = Manifest(IndexConfig())
+    OpenSettings(chunk_size=40, chunk_overlap=39).apply(tmp_path, m)  # given: kept as given
+    assert m.config.chunk_overlap == 39
