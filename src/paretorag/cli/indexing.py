@@ -141,7 +141,8 @@ def index(
     ),
     chunk_size: int | None = typer.Option(None, "--chunk-size", help="Tokens per chunk (default 1200)."),
     chunk_overlap: int | None = typer.Option(
-        None, "--chunk-overlap",
+        None,
+        "--chunk-overlap",
         help="Overlap in tokens (default 100; a twelfth of --chunk-size when that is 100 or less).",
     ),
     embed_titles: bool | None = typer.Option(
