@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cancel import CancellableLLM, pause_point
+from .errors import DamagedIndexError
 from .graphs.base import Builder
 from .indexing.build import (
     ContextFactory,
@@ -44,7 +45,7 @@ from .providers.base import LLM, Embedder, Tokenizer
 from .providers.counting import ModelCalls, counting
 from .providers.wrappers import CachedLLM, CountingLLM
 from .store import ChunkTable, Store
-from .structures import StructureData
+from .structures import StructureData, has_structure, load_structure
 from .types import Document, Usage
 from .vectors import resolve_ann
 
@@ -86,6 +87,7 @@ class IndexWriter:
         self.progress = progress or NullProgress()
         self.timings: dict[str, float] = {}
         self.calls = ModelCalls()  # embedder texts/batches and spaCy documents per stage
+        self.rebuild: frozenset[str] = frozenset()  # structures built afresh, not updated
 
     def llm_for(self, stage: str) -> LLM:
         if self._llm is None:
@@ -109,7 +111,20 @@ class IndexWriter:
             cluster=self.cluster,
             llm_for=self.llm_for,
             store=self.store,
+            previous=self.previous,
         )
+
+    def previous(self, name: str) -> StructureData | None:
+        """The committed structure ``name`` an updating builder starts from (None: none,
+        unreadable, or named in ``rebuild``)."""
+        info = self.manifest.structures.get(name)
+        sdir = self.root / "structures"
+        if name in self.rebuild or not info or not has_structure(sdir, info["dir"]):
+            return None
+        try:
+            return load_structure(sdir, info["dir"])
+        except DamagedIndexError:  # built afresh; `paretorag repair` is not needed for it
+            return None
 
     # -- stage 1 --------------------------------------------------------------
     def ingest(
@@ -179,6 +194,7 @@ class IndexWriter:
             calls=self.calls,
             cancel=self.cancel,
             timings=self.timings,
+            rebuild=self.rebuild,
         )
         commit_manifest(
             self.root,

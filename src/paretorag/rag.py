@@ -38,6 +38,7 @@ from .providers.base import LLM, Embedder, is_generative
 from .providers.embedder_spec import make_embedder
 from .providers.extractive import ExtractiveLLM
 from .reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
+from .reader.stored import stored_spans
 from .repair import recover_manifest
 from .session import QUERY_USAGE, IndexReport, IndexSession, manifest_stamp
 from .settings import OpenSettings
@@ -81,6 +82,10 @@ class RAG(IndexSession):
     ``build``, ``delete``, ``repair``) take the index's writer lock; reads see the
     latest commit, reloading when another process commits.
     """
+
+    # the offline reader takes the sentences and spans of whole chunks from the index's
+    # ``reader_spans`` structure; False parses them at query time (the same answers: for A/B timing)
+    use_stored_spans: bool = True
 
     # -- opening ---------------------------------------------------------------
     @classmethod
@@ -454,7 +459,12 @@ class RAG(IndexSession):
     def _read(self, question: str, ctx: Context) -> tuple[Context, ReaderResult]:
         """The reader's answer, and the context with any passage it fetched by title appended."""
         view = self.view
-        result = self._reader().read(question, passages_of(ctx.items), title_lookup(view))
+        result = self._reader().read(
+            question,
+            passages_of(ctx.items),
+            title_lookup(view),
+            stored_spans(view) if self.use_stored_spans else None,
+        )
         if not result.added:
             return ctx, result
         extra = [view.chunk_item(p.row, 0.0) for p in result.added]

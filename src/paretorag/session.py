@@ -247,13 +247,15 @@ class IndexSession:
         strict: bool = False,
         prune: bool = False,
         key: str = "",
+        rebuild: Sequence[str] = (),
     ) -> IndexReport:
         """Add files, directories or :class:`Document` objects and build what the methods need.
 
         Unchanged documents (same content hash) are skipped. A file whose content changed
         replaces the version stored under its path (or ``key``, for exactly one file) in one
         commit; with ``prune``, documents whose files under the given folders are gone are
-        removed (:mod:`paretorag.updates`). A bad file is reported in
+        removed (:mod:`paretorag.updates`). Structures that can be updated (the RAPTOR tree)
+        are updated for the changed chunks; those named in ``rebuild`` are built afresh. A bad file is reported in
         ``IndexReport.problems`` and the rest is indexed (with ``strict``, the first bad file
         raises :class:`~paretorag.errors.InputError`); if nothing is usable,
         :class:`~paretorag.errors.InputError` is raised and nothing stored changes. Pending
@@ -288,6 +290,7 @@ class IndexSession:
                 if ids - live or plan.deletes:
                     note_origin(self.store, self.origin)
                 writer = self._writer(progress, cluster)  # one writer: the ingest timing reaches the manifest
+                writer.rebuild = self._rebuild_names(rebuild)
                 if plan.prune:
                     self.store.mark_deleted(plan.prune)
                 writer.ingest(plan.docs, plan.replaces)
@@ -299,7 +302,7 @@ class IndexSession:
                     resumed=resumed,
                     problems=problems,
                 )
-                if report.added or report.updated or report.removed or self._needs_commit():
+                if report.added or report.updated or report.removed or rebuild or self._needs_commit():
                     self._commit(progress, writer)
                     report.committed = True
         except BaseException:
@@ -337,15 +340,34 @@ class IndexSession:
         except ParetoragError:
             return
 
-    def build(self, methods: Sequence[str] | None = None, *, progress: Progress | None = None) -> None:
-        """Build the structures the given (or configured) methods need for the current documents."""
+    def build(
+        self,
+        methods: Sequence[str] | None = None,
+        *,
+        progress: Progress | None = None,
+        rebuild: Sequence[str] = (),
+    ) -> None:
+        """Build the structures the given (or configured) methods need for the current documents;
+        those named in ``rebuild`` (e.g. ``"raptor_tree"``) are built afresh, not updated."""
         for m in methods or []:
             get_method(m)
         self._settings.methods = [*(self._settings.methods or []), *(methods or [])]
         with self._locked():
             self._check_generative()
-            if self._needs_commit():
-                self._commit(progress)
+            if rebuild or self._needs_commit():
+                writer = self._writer(progress)
+                writer.rebuild = self._rebuild_names(rebuild)
+                self._commit(progress, writer)
+
+    def _rebuild_names(self, names: Sequence[str]) -> frozenset[str]:
+        """The structures to build afresh; a name the index does not build raises ConfigError."""
+        planned = list(structure_plan(self.manifest.config, "")[0])
+        unknown = [n for n in names if n not in planned]
+        if unknown:
+            raise ConfigError(
+                f"cannot rebuild {', '.join(map(repr, unknown))}: this index builds {', '.join(planned)}"
+            )
+        return frozenset(names)
 
     def delete(self, doc_ids: Iterable[str], *, progress: Progress | None = None) -> list[str]:
         """Remove documents and everything derived only from them; returns the ids removed.

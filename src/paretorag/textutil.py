@@ -107,7 +107,7 @@ _MAX_QUOTE_SPANS = 6  # a quotation left open (a typo, a cut passage) stops merg
 
 def _open_quote(sentence: str) -> bool:
     """Whether a quotation opened in ``sentence`` is still open at its end."""
-    curly = sum(_OPEN_CLOSE.get(ch, 0) for ch in sentence)
+    curly = sum(sentence.count(ch) * v for ch, v in _OPEN_CLOSE.items())  # str.count: no loop per character
     return sentence.count('"') % 2 == 1 or curly > 0
 
 

@@ -68,8 +68,8 @@ def test_replaced_methods_keep_their_structures_until_the_chunks_change(tmp_path
     with RAG.open(ix, methods=["vanilla", "raptor"], replace_methods=True, embedder=HashEmbedder(32)) as rag:
         rag.index(docs[:20])  # builds raptor_tree and commits
         assert rag.manifest.config.methods == ["vanilla", "raptor"]
-        assert set(rag.manifest.structures) == {"bm25", "raptor_tree"} and bm25_dir.is_dir()
+        assert set(rag.manifest.structures) == {"bm25", "raptor_tree", "reader_spans"} and bm25_dir.is_dir()
         assert rag.query("Who wrote the novel?", method="bm25", context_only=True).contexts
         rag.insert(docs[20:25])
-        assert set(rag.manifest.structures) == {"raptor_tree"}
+        assert set(rag.manifest.structures) == {"raptor_tree", "reader_spans"}
         assert not bm25_dir.exists()

@@ -12,7 +12,7 @@ from paretorag.eval.runner import guess
 from paretorag.reader import FEATURES, Passage, Reader
 from paretorag.reader.candidates import features, gather, key, read_passages
 from paretorag.reader.compare import life_dates, parse_date, passage_of
-from paretorag.reader.question import analyze, split_options, wh_type
+from paretorag.reader.question import analyze, known_entities, split_options, wh_type
 from paretorag.reader.ranker import load, shipped_dir
 
 pytestmark = pytest.mark.slow  # loads spaCy
@@ -236,3 +236,18 @@ def test_empty_passages() -> None:
     result = Reader().read("Who is it?", [])
     assert not result.found and result.evidence == ()
     assert np.isfinite(result.confidence)
+
+
+def test_known_entities_match_names_longest_first_and_fall_back_on_unknown_capitals():
+    names = frozenset({"Korvin", "Tr'en", "New York", "New York Times", "the United States"})
+    # the possessive is its own word, the longest name wins, the opening "Why" names nothing
+    assert known_entities("Why did the Tr'en leave Korvin's door unlocked?", names) == ("Tr'en", "Korvin")
+    assert known_entities("Who wrote for the New York Times in 1990?", names) == ("New York Times",)
+    assert known_entities("Is the United States  large?", names) == ("the United States",)
+    # no capitalized word past the opening: no entities, no parse needed
+    assert known_entities("What happens when indexing is killed halfway?", names) == ()
+    # a capitalized word no name covers: the question must be parsed
+    assert known_entities("Did Korvin meet Gandalf?", names) is None
+    assert known_entities("Korvin met whom?", frozenset()) is None
+    assert known_entities("who plays larry in lost in space", names) is None
+    assert known_entities("What did I say?", frozenset()) == ()

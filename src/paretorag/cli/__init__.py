@@ -164,9 +164,11 @@ def main() -> None:
     try:
         app(args=optional_ray_address(sys.argv[1:]))
     except SystemExit as exc:
-        from ..cancel import sigterm_received
+        if exc.code != exitcodes.INTERRUPTED:
+            raise
+        from ..cancel import sigterm_received  # not before: it imports numpy, which `--help` needs not
 
-        if exc.code == exitcodes.INTERRUPTED and sigterm_received():
+        if sigterm_received():
             # a command without its own clean-up message (query, chat, eval, ...): its open
             # index was closed on the way out, as on Ctrl-C
             print("paretorag: stopped (SIGTERM)", file=sys.stderr, flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,10 +85,22 @@ def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _build_methods(
-    index_dir: Path, no_wait: bool, methods: str | None, settings: list[str], **config: Any
+    index_dir: Path,
+    no_wait: bool,
+    methods: str | None,
+    settings: list[str],
+    rebuild: Sequence[str] = (),
+    **config: Any,
 ) -> None:
-    """``index --index DIR --methods M`` without files: build M's structures from the stored chunks."""
+    """``index --index DIR --methods M`` without files: build M's structures from the stored chunks
+    (``--rebuild S`` alone rebuilds S for the configured methods)."""
     names = _methods(methods)
+    if not names and rebuild:
+        rag = _open(index_dir, no_wait, "index", create=False, llm=config.get("llm"))
+        with rag, _bars() as progress:
+            rag.build(progress=progress, rebuild=rebuild)
+        out.print(f"rebuilt {', '.join(rebuild)} in {_text(index_dir)}")
+        return
     if not names:
         raise ConfigError(
             "index needs files or folders to add, or --methods to build for the documents already in "
@@ -97,7 +110,7 @@ def _build_methods(
     rag = _open(index_dir, no_wait, "index", create=False, methods=names, builders=builders, **config)
     try:
         with rag, _bars() as progress:
-            rag.build(progress=progress)  # the methods were added when it opened
+            rag.build(progress=progress, rebuild=rebuild)  # the methods were added when it opened
             _notes(rag)
             n_docs = len(rag.store.all_document_ids())
     except KeyboardInterrupt:
@@ -179,6 +192,12 @@ def index(
     doc_key: str = typer.Option(
         "", "--id", help="The document's identity instead of its path (one file): a new version replaces it."
     ),
+    rebuild: list[str] = typer.Option(
+        [],
+        "--rebuild",
+        metavar="STRUCTURE",
+        help="Build this structure afresh instead of updating it, e.g. raptor_tree (repeatable).",
+    ),
 ) -> None:
     """Index files and build the structures the methods need (repairing missing files).
 
@@ -192,7 +211,15 @@ def index(
     try:
         _llm_max_wait(llm_max_wait)
         if not paths:
-            _build_methods(index_dir, no_wait, methods, settings, llm=llm, replace_methods=replace_methods)
+            _build_methods(
+                index_dir,
+                no_wait,
+                methods,
+                settings,
+                llm=llm,
+                replace_methods=replace_methods,
+                rebuild=rebuild,
+            )
             return
         rag = _open(
             index_dir,
@@ -210,7 +237,13 @@ def index(
         )
         with rag, _bars() as progress, cluster or contextlib.nullcontext():
             report = rag.index(
-                paths, progress=progress, cluster=cluster, strict=strict, prune=prune, key=doc_key
+                paths,
+                progress=progress,
+                cluster=cluster,
+                strict=strict,
+                prune=prune,
+                key=doc_key,
+                rebuild=rebuild,
             )
             _notes(rag)
             summary = _report(report, rag)

@@ -22,6 +22,7 @@ _MODULES = (
     "paretorag.graphs.core_kg",
     "paretorag.graphs.fact_graph",
     "paretorag.graphs.linear",
+    "paretorag.graphs.reader_spans",
 )
 
 

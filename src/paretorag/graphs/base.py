@@ -63,6 +63,18 @@ class BuildContext(Protocol):
         """Cache per-chunk results (JSON values) so that an insert redoes only new chunks."""
         ...
 
+    def previous(self, name: str) -> StructureData | None:
+        """The committed structure ``name`` (built for an earlier chunk set) that a builder
+        may update instead of building afresh; None when there is none or a full rebuild
+        was asked for (``paretorag index --rebuild NAME``)."""
+        ...
+
+
+def previous_structure(ctx: BuildContext, name: str) -> StructureData | None:
+    """``ctx.previous(name)``, or None for a context that keeps no earlier structures."""
+    get = getattr(ctx, "previous", None)
+    return get(name) if callable(get) else None
+
 
 class Builder(Params):
     """Base class of structure builders. Subclasses set ``name`` and implement ``build``."""
@@ -159,7 +171,9 @@ def cached_per_text(
     n_tokens = 0
     fresh: list[tuple[str, Any]] = []
     with ctx.progress.task(label, total=len(todo)) as bar:
-        for i, (value, n) in zip(todo, extract([texts[i] for i in todo]), strict=True):
+        # nothing to extract (a delete): the extractor, and its spaCy pipeline, is never started
+        found = extract([texts[i] for i in todo]) if todo else ()
+        for i, (value, n) in zip(todo, found, strict=True):
             fresh.append((keys[i], {"sentences": value, "n_tokens": n}))
             n_tokens += n
             bar.advance()

@@ -40,9 +40,11 @@ import scipy.sparse as sp
 
 from ..graph import Graph, csr
 from ..params import check_fraction, check_positive_int
+from ..providers.base import LLM
 from ..providers.wrappers import complete_many
 from ..structures import StructureData, graph_to_structure
-from .base import BuildContext, Builder, register_builder
+from .base import BuildContext, Builder, previous_structure, register_builder
+from .raptor_update import Cluster, grow
 from .tree import summary_request
 
 SEED = 224  # RAPTOR's random_state for UMAP and the Gaussian mixtures
@@ -172,6 +174,33 @@ class RaptorTree(Builder):
                     out.append(members)
         return out
 
+    def summarize(self, ctx: BuildContext, llm: LLM, groups: list[list[str]]) -> tuple[list[str], np.ndarray]:
+        """One summary per group of texts (the prompt shared with the E2GraphRAG tree), embedded."""
+        reqs = [summary_request(texts, max_tokens=self.max_tokens) for texts in groups]
+        summaries = [o.text.strip() for o in complete_many(llm, reqs, self.max_concurrency)]
+        if not summaries:
+            return summaries, np.zeros((0, int(ctx.embedder.dim)), np.float32)
+        return summaries, np.asarray(ctx.embedder.embed(summaries), np.float32)
+
+    def _fresh(
+        self, ctx: BuildContext, llm: LLM, texts: list[str], vectors: np.ndarray
+    ) -> list[list[Cluster]]:
+        """The tree built from scratch, layer by layer (RAPTOR §3)."""
+        layers: list[list[Cluster]] = []
+        with ctx.progress.task("RAPTOR tree", total=None) as bar:
+            while len(layers) < self.max_layers and len(texts) > self.stop_size:
+                tokens = np.asarray(ctx.tokenizer.count(texts), dtype=np.int64)
+                clusters = [[int(m) for m in c] for c in self._clusters(vectors, tokens)]
+                summaries, new_vecs = self.summarize(ctx, llm, [[texts[i] for i in c] for c in clusters])
+                bar.advance(len(clusters))
+                layers.append(
+                    [Cluster(c, t, v) for c, t, v in zip(clusters, summaries, new_vecs, strict=True)]
+                )
+                if len(clusters) >= len(texts):  # no reduction: clustering cannot shrink the layer
+                    break
+                texts, vectors = summaries, new_vecs
+        return layers
+
     def build(self, ctx: BuildContext) -> StructureData:
         self._validate()
         chunks = ctx.chunks
@@ -180,38 +209,51 @@ class RaptorTree(Builder):
         texts: list[str] = list(chunks.texts)
         dim = int(ctx.embedder.dim)
         vectors = np.asarray(ctx.embedder.embed(texts), np.float32) if n else np.zeros((0, dim), np.float32)
+        prev = previous_structure(ctx, self.name)
+        update = grow(self, ctx, llm, prev, list(chunks.ids), texts, vectors) if prev is not None else None
+        if update is None:
+            layers = self._fresh(ctx, llm, texts, vectors)
+            calls = sum(len(layer) for layer in layers)
+            info: dict[str, Any] = {"mode": "full"}
+            drift = {"base_leaves": n, "changed_leaves": 0}
+        else:
+            layers, calls, info, drift = update
+        return self._assemble(list(chunks.ids), texts, vectors, layers, calls, info, drift)
+
+    def _assemble(
+        self,
+        ids: list[str],
+        texts: list[str],
+        vectors: np.ndarray,
+        layers: list[list[Cluster]],
+        calls: int,
+        info: dict[str, Any],
+        drift: dict[str, int],
+    ) -> StructureData:
+        """The tree as a graph: chunks, then each layer's summaries (``raptor:L<layer>:<i>``)."""
+        n = len(texts)
+        names: list[str] = list(ids)
+        texts = list(texts)
         layer_of: list[int] = [0] * n
-        names: list[str] = list(chunks.ids)
         parent_rows: list[int] = []
         child_rows: list[int] = []
         covers: list[set[int]] = [{i} for i in range(n)]
-        current = np.arange(n)
-        calls = 0
-        layer = 0
-        with ctx.progress.task("RAPTOR tree", total=None) as bar:
-            while layer < self.max_layers and current.size > self.stop_size:
-                tokens = np.asarray(ctx.tokenizer.count([texts[i] for i in current]), dtype=np.int64)
-                clusters = [current[c] for c in self._clusters(vectors[current], tokens)]
-                reqs = [summary_request([texts[i] for i in c], max_tokens=self.max_tokens) for c in clusters]
-                outs = complete_many(llm, reqs, self.max_concurrency)
-                calls += len(reqs)
-                bar.advance(len(reqs))
-                layer += 1
-                summaries = [o.text.strip() for o in outs]
-                new_vecs = np.asarray(ctx.embedder.embed(summaries), np.float32)
-                start = len(texts)
-                for k, (members, text) in enumerate(zip(clusters, summaries, strict=True)):
-                    node = start + k
-                    texts.append(text)
-                    names.append(f"raptor:L{layer}:{k}")
-                    layer_of.append(layer)
-                    covers.append(set().union(*(covers[int(m)] for m in members)))
-                    parent_rows.extend([node] * members.size)
-                    child_rows.extend(int(m) for m in members)
-                vectors = np.vstack([vectors, new_vecs])
-                if len(clusters) >= current.size:  # no reduction: clustering cannot shrink the layer
-                    break
-                current = np.arange(start, len(texts))
+        below = 0  # row of the first node of the layer below
+        all_vectors = [vectors]
+        for layer, clusters in enumerate(layers, 1):
+            start = len(texts)
+            for k, cl in enumerate(clusters):
+                node = start + k
+                members = [below + m for m in cl.children]
+                texts.append(cl.text)
+                names.append(f"raptor:L{layer}:{k}")
+                layer_of.append(layer)
+                covers.append(set().union(*(covers[m] for m in members)))
+                parent_rows.extend([node] * len(members))
+                child_rows.extend(members)
+            if clusters:
+                all_vectors.append(np.stack([np.asarray(cl.vector, np.float32) for cl in clusters]))
+            below = start
         total = len(texts)
         p, c = np.asarray(parent_rows, np.int64), np.asarray(child_rows, np.int64)
         ones = np.ones(2 * p.size, np.float32)
@@ -224,9 +266,14 @@ class RaptorTree(Builder):
             sp.coo_matrix((np.ones(len(cov_rows), np.float32), (cov_rows, cov_cols)), shape=(total, n))
         )
         kinds = ["chunk"] * n + ["summary"] * (total - n)
-        graph = Graph(names, kinds, adj, node_chunks, None, texts, vectors)
-        summary: dict[str, Any] = {"summaries": total - n, "layers": layer, "llm_calls": calls}
-        meta = {"settings": self.get_params(deep=False), "reduction": "pca", "summary": summary}
+        graph = Graph(names, kinds, adj, node_chunks, None, texts, np.vstack(all_vectors))
+        summary: dict[str, Any] = {"summaries": total - n, "layers": len(layers), "llm_calls": calls, **info}
+        meta = {
+            "settings": self.get_params(deep=False),
+            "reduction": "pca",
+            "summary": summary,
+            "drift": drift,
+        }
         return graph_to_structure(graph, meta=meta, arrays={"node_layer": np.asarray(layer_of, np.int32)})
 
 

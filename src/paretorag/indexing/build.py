@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,6 +128,7 @@ class IndexBuildContext:
         cluster: RayCluster | None,
         llm_for: Callable[[str], LLM],
         store: Store,
+        previous: Callable[[str], StructureData | None] | None = None,
     ) -> None:
         self.chunks = chunks
         self.embedder = embedder
@@ -139,6 +140,7 @@ class IndexBuildContext:
         self._llm_for = llm_for
         self._store = store
         self._built = built
+        self._previous = previous
 
     def llm(self, stage: str) -> LLM:
         return self._llm_for(stage)
@@ -155,6 +157,9 @@ class IndexBuildContext:
     def cache_put(self, items: list[tuple[str, Any]]) -> None:
         self._store.put_kv_many(items)
 
+    def previous(self, name: str) -> StructureData | None:
+        return self._previous(name) if self._previous is not None else None
+
 
 ContextFactory = Callable[[Builder, dict[str, StructureData]], IndexBuildContext]
 
@@ -168,9 +173,11 @@ def build_structures(
     calls: ModelCalls,
     cancel: threading.Event,
     timings: dict[str, float],
+    rebuild: Collection[str] = (),
 ) -> dict[str, dict[str, Any]]:
-    """Build the planned structures not on disk yet, each as soon as its inputs are built,
-    and save each when it is done; returns what the manifest shows of every one.
+    """Build the planned structures not on disk yet (and those named in ``rebuild``, even
+    when they are), each as soon as its inputs are built, and save each when it is done;
+    returns what the manifest shows of every one.
 
     ``previous`` holds the committed manifest's structures (their build seconds are kept
     for the ones an earlier run finished); ``context(builder, built)`` gives a builder its
@@ -182,7 +189,7 @@ def build_structures(
     built: dict[str, StructureData] = {}
     pending = list(names)
     for name in names:  # finished by an earlier (interrupted) run: reuse
-        if has_structure(sdir, dirnames[name]):
+        if name not in rebuild and has_structure(sdir, dirnames[name]):
             built[name] = load_structure(sdir, dirnames[name])
             prev = previous.get(name, {})
             seconds = prev.get("seconds") if prev.get("dir") == dirnames[name] else None

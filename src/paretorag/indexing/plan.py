@@ -78,12 +78,26 @@ def method_needing(structure: str, configured: Sequence[str] = ()) -> str:
     )
 
 
+# LLM specs that answer with the offline reader by default (they generate no answers)
+OFFLINE_ANSWERERS = ("extractive", "reader")
+READER_STRUCTURE = "reader_spans"
+
+
+def planned_structures(config: IndexConfig) -> list[str]:
+    """What a commit builds: the methods' structures, plus the offline reader's sentence
+    spans where the reader answers (an index whose LLM generates answers does not need them)."""
+    names = required_structures(config.methods)
+    if config.llm in OFFLINE_ANSWERERS and READER_STRUCTURE not in names:
+        names.append(READER_STRUCTURE)
+    return names
+
+
 def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Builder], dict[str, str]]:
     """Builders of the structures the configured methods need (dependencies first) and
     the directory each output must have for this chunk set and these settings."""
     builders: dict[str, Builder] = {}
     dirnames: dict[str, str] = {}
-    for name in required_structures(config.methods):
+    for name in planned_structures(config):
         b = builders[name] = get_builder(name, **config.builders.get(name, {}))
         settings = {"params": b.identity(), "inputs": [dirnames[d] for d in b.requires]}
         dirnames[name] = structure_dirname(name, fingerprint, settings, b.version)

@@ -26,7 +26,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy.sparse.csgraph import dijkstra, minimum_spanning_tree
 
 from ..errors import ConfigError
 from ..types import IntArray
@@ -67,6 +66,8 @@ def _path(pred: npt.NDArray[np.int32], target: int) -> list[int]:
 
 
 def _mst_edges(m: sp.csr_matrix) -> tuple[IntArray, IntArray]:
+    from scipy.sparse.csgraph import minimum_spanning_tree  # with scipy.linalg: 0.15 s of every CLI query
+
     tree = sp.coo_matrix(minimum_spanning_tree(m))
     return tree.row.astype(np.int64), tree.col.astype(np.int64)
 
@@ -130,6 +131,8 @@ def steiner_tree(
         raise ConfigError(f"steiner_tree terminals must be node rows in [0, {n})")
     if terms.size < 2:
         return np.zeros((0, 2), dtype=np.int64)
+    from scipy.sparse.csgraph import dijkstra  # see _mst_edges
+
     pos = {int(t): i for i, t in enumerate(terms.tolist())}
     t = terms.size
     if method == "kou":

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,9 @@ from ..providers.extractive import content_terms, term_overlap
 from ..textutil import reading_sentences, stem
 from .question import QuestionInfo
 from .spans import Span, spans
+
+if TYPE_CHECKING:
+    from .stored import StoredSpans
 
 CTYPES = ("person", "place", "date", "number", "org", "norp", "description", "phrase", "title")
 QTYPES = ("person", "place", "date", "number", "org", "norp", "description", "phrase")
@@ -173,6 +177,7 @@ class Reading:
     embedder: Embedder | None = None
     lookup: Callable[[str], Passage | None] | None = None  # a passage by its title, from the index
     max_sentences: int = 12
+    stored: StoredSpans | None = None  # the index's sentences and spans per chunk
 
     @property
     def relevance(self) -> npt.NDArray[np.float64]:
@@ -194,6 +199,7 @@ class Reading:
             [passage],
             self.embedder,
             max_sentences=self.max_sentences,
+            stored=self.stored,
         )
         pi = len(self.passages)
         self.passages.append(Passage(pi + 1, passage.title, passage.text, passage.score, passage.row))
@@ -262,15 +268,28 @@ def read_passages(
     *,
     max_sentences: int = 12,
     lookup: Callable[[str], Passage | None] | None = None,
+    stored: StoredSpans | None = None,
 ) -> Reading:
-    """Split the passages into sentences, find their spans and score them against the question."""
+    """Split the passages into sentences, find their spans and score them against the question.
+
+    ``stored``: the index's sentences and spans of its chunks, used for the passages that
+    are whole chunks (the same values, without splitting or parsing them again).
+    """
     sents: list[str] = []
+    known: list[tuple[Span, ...] | None] = []
     sp: list[int] = []
     pos: list[int] = []
     for pi, p in enumerate(passages):
-        for i, s in enumerate(reading_sentences(p.text)[:max_sentences]):
+        hit = stored.lookup(p.row, p.text, max_sentences) if stored is not None else None
+        if hit is None:
+            found = reading_sentences(p.text)[:max_sentences]
+            parsed: Sequence[tuple[Span, ...] | None] = [None] * len(found)
+        else:
+            found, parsed = hit
+        for i, (s, parse) in enumerate(zip(found, parsed, strict=True)):
             if any(c.isalnum() for c in s):
                 sents.append(s)
+                known.append(parse)
                 sp.append(pi)
                 pos.append(i)
     dense = np.zeros(len(sents))
@@ -282,7 +301,7 @@ def read_passages(
         sents,
         np.array(sp, dtype=np.int64),
         np.array(pos, dtype=np.int64),
-        spans(sents) if sents else [],
+        spans(sents, known) if sents else [],
         dense,
         term_overlap(info.text, sents) if sents else np.zeros(0),
         relation_coverage(info.relation_terms, sents),
@@ -290,6 +309,7 @@ def read_passages(
         embedder,
         lookup,
         max_sentences,
+        stored,
     )
 
 

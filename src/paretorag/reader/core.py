@@ -34,9 +34,10 @@ from ..providers.extractive import ExtractiveLLM, content_terms
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
 from .compare import Verdict, choose, yes_no
-from .question import QuestionInfo, analyze
+from .question import QuestionInfo, analyze, known_entities
 from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
+from .stored import StoredSpans
 
 NOT_FOUND = "The documents do not contain an answer to this question."
 _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
@@ -140,27 +141,35 @@ class Reader:
             return self._threshold
         return float(self.meta.get("threshold", DEFAULT_THRESHOLD))
 
-    def analyze(self, question: str) -> QuestionInfo:
-        return analyze(question, question_entities(question))
+    def analyze(self, question: str, stored: StoredSpans | None = None) -> QuestionInfo:
+        """The question's analysis. Its entities come from ``stored``'s names (the corpus's
+        entities, found at index time by the same recogniser) when they cover every
+        capitalized word of the question (:func:`~paretorag.reader.question.known_entities`),
+        so such a question loads no spaCy; otherwise the question is parsed."""
+        entities = known_entities(question, stored.names()) if stored is not None else None
+        return analyze(question, question_entities(question) if entities is None else entities)
 
     def read(
         self,
         question: str,
         passages: Sequence[Passage],
         lookup: Callable[[str], Passage | None] | None = None,
+        stored: StoredSpans | None = None,
     ) -> ReaderResult:
         """Answer ``question`` from ``passages`` (best first, numbered ``[n]``).
 
         ``lookup`` finds a passage by its title in the index: comparisons use it for an
         option or a bridge entity (a film's director) missing from ``passages``; the
-        passages it adds are in :attr:`ReaderResult.added`.
+        passages it adds are in :attr:`ReaderResult.added`. ``stored``: the index's
+        sentences and spans of its chunks (:func:`~paretorag.reader.stored.stored_spans`),
+        so that passages which are whole chunks are not split and parsed again.
         """
-        info = self.analyze(question)
+        info = self.analyze(question, stored)
         # only why / how / what-happens questions read the sentences' similarity to the question:
         # a whole sentence answers them
         sentence = info.wh in ("why", "how") or bool(_WHAT_HAPPENS.match(question))
         embedder = self.embedder if sentence else None
-        reading = read_passages(info, passages, embedder, lookup=lookup)
+        reading = read_passages(info, passages, embedder, lookup=lookup, stored=stored)
         if not reading.sentences or not info.terms:
             return ReaderResult("", (), 0.0, False, "span", info.expected)
         order = np.argsort(-reading.relevance, kind="stable")

@@ -66,6 +66,17 @@ _DESCRIPTION = re.compile(
 _DATE_WORDS = re.compile(r"\b(?:year|date|century|decade|born|died)\b", re.IGNORECASE)
 _OR_SPLIT = re.compile(r"\s*,?\s+or\s+", re.IGNORECASE)
 _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
+# a word as the entity recogniser's tokenizer splits it: "Tr'en", "Jean-Luc", "U.S"; a final "'s" is its own token
+_WORD = re.compile(r"[^\W_]+(?:[-'\u2019.&][^\W_]+)*")
+_POSSESSIVE = re.compile(r"['\u2019]s$", re.IGNORECASE)
+_MAX_NAME_WORDS = 8
+# words that open a question with a capital without naming anything
+_OPENER = re.compile(
+    r"(?:a|an|the|of|in|on|at|to|for|from|by|with|and|or|but|is|are|was|were|be|been|do|does|did|has|have|"
+    r"had|can|could|will|would|should|shall|may|might|what|which|who|whom|whose|when|where|why|how|name|"
+    r"list|tell|give|according|during|after|before|as|since|until|if)",
+    re.IGNORECASE,
+)
 _SAME = re.compile(r"\bsame\b", re.IGNORECASE)
 
 
@@ -183,6 +194,50 @@ def expected_type(question: str, wh: str, options: tuple[str, ...]) -> str:
     return "phrase"
 
 
+def known_entities(question: str, names: frozenset[str]) -> tuple[str, ...] | None:
+    """The question's named entities found among ``names`` (the corpus's entity texts as the
+    entity recogniser found them, :meth:`paretorag.reader.stored.StoredSpans.names`), or None
+    when they may not be all of them.
+
+    Words are matched longest first (up to eight words, from the left), as written. The
+    names suffice when every capitalized word of the question lies inside a match, except
+    an opening word such as "What" or "In"; a question with no capitalized word past its
+    opening has no entities (dates and numbers, which the question's entities leave out,
+    are not asked for). Otherwise, or when the question does not open with a capital (its
+    writer does not mark names), the caller parses the question (None).
+    """
+    if not question.lstrip()[:1].isupper():
+        return None  # written without capitals ("who plays larry in ..."): the words cannot tell names
+    words = []
+    for m in _WORD.finditer(question):
+        end = m.end()
+        p = _POSSESSIVE.search(m.group(0))
+        if p is not None and p.start() > 0:
+            end = m.start() + p.start()
+        words.append((m.start(), end))
+    found: list[str] = []
+    covered = [False] * len(words)
+    i = 0
+    while i < len(words):
+        for j in range(min(len(words), i + _MAX_NAME_WORDS), i, -1):
+            text = question[words[i][0] : words[j - 1][1]]
+            if " ".join(text.split()) in names:
+                found.append(text)
+                covered[i:j] = [True] * (j - i)
+                i = j
+                break
+        else:
+            i += 1
+    for n, (a, b) in enumerate(words):
+        word = question[a:b]
+        if covered[n] or not word[0].isupper() or word == "I":
+            continue
+        if n == 0 and _OPENER.fullmatch(word):
+            continue
+        return None
+    return tuple(dict.fromkeys(found))
+
+
 def analyze(question: str, entities: tuple[str, ...] = ()) -> QuestionInfo:
     """A :class:`QuestionInfo` for ``question`` (``entities``: its spaCy named entities, if parsed)."""
     wh = wh_type(question)
@@ -216,6 +271,7 @@ __all__ = [
     "QuestionInfo",
     "analyze",
     "expected_type",
+    "known_entities",
     "split_options",
     "split_pair",
     "wh_type",
