@@ -41,7 +41,11 @@ DRIFT_LIMIT = 0.2
 past which the tree is built afresh. RAPTOR's BIC search sizes the mixtures to the data: a
 fifth more (or fewer) leaves moves the chosen number of clusters by about as much, and
 clusters that keep absorbing chunks drift from what a new clustering would find. Below it,
-an incrementally grown tree retrieves like a fresh one (docs/performance.md)."""
+an updated tree's recall is within the spread of fresh builds, but not its passages: on
+2Wiki dev (1,028 passages, 15% inserted in three batches) recall@5 66.4 against 68.9 fresh
+(the last 15% in file order) and 68.0 against 67.0 (a random 15%), the same top 5 for 43%
+and 37% of questions; two fresh builds in different orders differ by 1.9 points of recall@5
+(docs/performance.md)."""
 
 
 @dataclass
