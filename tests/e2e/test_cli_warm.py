@@ -39,7 +39,7 @@ def test_chat_prints_answers_for_people(tmp_path):
     ix = build_index(tmp_path / "ix", write_corpus(tmp_path / "docs"))
     r = runner.invoke(app, ["chat", "--index", str(ix), "--context-only"], input="Where do herons wade?\n")
     assert r.exit_code == 0, r.output
-    assert "[1] herons" in r.stdout and "vanilla / dense" in r.stdout
+    assert "[1] herons" in r.stdout and "vanilla, 5 passages, " in r.stdout
 
 
 def test_query_server_gives_the_local_answer(tmp_path):

@@ -80,10 +80,13 @@ def _print_answer(data: dict[str, Any], context_only: bool) -> None:
     for w in data.get("warnings", []):
         err.print(f"[yellow]warning[/] {_text(w)}")
     u = data.get("usage", {})
+    n = len(data["contexts"])
+    # in plain words, as the web page says it; how the method retrieved (mode, branch) is in --json
     out.print(
-        f"\n[dim]{_text(data['method'])} / {_text(data['mode'])} ({_text(data['branch'])}); "
+        f"\n[dim]{_text(data['method'])}, {n} passage{'' if n == 1 else 's'}, "
+        f"{float(data.get('timings_ms', {}).get('total', 0.0)):.0f} ms; "
         f"{u.get('llm_calls', 0)} LLM call(s), {u.get('prompt_tokens', 0)}+{u.get('completion_tokens', 0)} "
-        f"tokens; {float(data.get('timings_ms', {}).get('total', 0.0)):.0f} ms[/]"
+        "tokens[/]"
     )
 
 
