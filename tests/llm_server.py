@@ -57,12 +57,19 @@ def scripted_server(
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving(Handler) as base:
+        yield base, hits
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` on 127.0.0.1 in a thread; yields its base URL (``.../v1``), stops at exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", hits
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
         server.shutdown()
         server.server_close()
@@ -128,12 +135,5 @@ def slow_stream_server(words: int = 600, delay: float = 0.1) -> Iterator[tuple[s
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", log
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as base:
+        yield base, log

@@ -201,15 +201,13 @@ class Service:
     ) -> AnswerStream:
         """Make ``answer(on_token)`` in its own thread with ``rag``'s query slot, which comes
         back when the answer ends or the stream is cancelled (see :mod:`.streaming`)."""
-        box: list[AnswerStream] = []
 
-        def release() -> None:
+        def release() -> None:  # called after start(), so ``stream`` is bound
             with self._streams_lock:
-                self._streams.difference_update(box)
+                self._streams.discard(stream)
             self.pool.release(rag)
 
         stream = AnswerStream(answer, name=name, release=release)
-        box.append(stream)
         with self._streams_lock:
             self._streams.add(stream)
         return stream.start()
