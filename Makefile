@@ -76,7 +76,7 @@ lint: setup-dev
 # the core packages (types, operators, kernels, graphs, methods) under --strict, the rest as configured
 typecheck: setup-dev
 	$(BIN)/mypy
-	$(BIN)/mypy --strict --follow-imports=silent src/paretorag/types.py src/paretorag/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/methods
+	$(BIN)/mypy --strict --follow-imports=silent src/paretorag/types.py src/paretorag/retrieval/operators src/paretorag/kernels src/paretorag/graphs src/paretorag/retrieval/methods
 
 # the whole suite, with the coverage of src/ (CLI and worker child processes included); under 85% fails
 test: lint typecheck browser

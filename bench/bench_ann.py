@@ -5,7 +5,7 @@ Two sets of ``--n`` x ``--dim`` float32 vectors, L2-normalized: ``clustered`` (p
 around 1,000 random centers, as much noise as signal: what sentence embeddings look like, many
 near-duplicates) and ``normal`` (i.i.d. standard normal: no structure, the hardest case
 for any approximate index). For each faiss kind the index is built as ``index`` builds
-it (:func:`paretorag.vectors.build_faiss`), then ``--queries`` held-out queries are
+it (:func:`paretorag.storage.vectors.build_faiss`), then ``--queries`` held-out queries are
 searched one at a time on one thread, as a query is served (:class:`VectorIndex`).
 
     python bench/bench_ann.py [--n 200000] [--dim 384] [--queries 500] [--kinds exact,hnsw,ivf]
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from paretorag.vectors import VectorIndex, _faiss, build_faiss, ivf_lists
+from paretorag.storage.vectors import VectorIndex, _faiss, build_faiss, ivf_lists
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

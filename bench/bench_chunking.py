@@ -57,8 +57,8 @@ def _rss_mb() -> float:
 
 
 def run_case(case: str, mb: float, tokenizer: str, size: int) -> dict[str, object]:
-    from paretorag.chunking import chunk_document
-    from paretorag.ingest import make_document
+    from paretorag.ingest.chunking import chunk_document
+    from paretorag.ingest.files import make_document
 
     tok = _tokenizer(tokenizer)
     text = _text(case, int(mb * 1_000_000))

@@ -38,19 +38,19 @@ from typing import Any
 import numpy as np
 
 from paretorag import RAG
-from paretorag.chunking import chunk_document
 from paretorag.graphs.base import StructureData
 from paretorag.graphs.entities import EntityGraph
 from paretorag.graphs.tree import SummaryTree, expected_calls
-from paretorag.ingest import make_document
-from paretorag.methods import get_method
-from paretorag.methods.base import QueryOptions
+from paretorag.ingest.chunking import chunk_document
+from paretorag.ingest.files import make_document
 from paretorag.progress import NullProgress
 from paretorag.providers.base import Completion, Request
 from paretorag.providers.embedder_spec import make_embedder
 from paretorag.providers.llm import ExtractiveLLM
 from paretorag.providers.nlp import EntityExtractor
-from paretorag.store import ChunkTable
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.methods.base import QueryOptions
+from paretorag.storage.store import ChunkTable
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -76,7 +76,7 @@ def build_book(target_tokens: int, count: Any) -> tuple[str, list[str], int]:
 
 
 class Ctx:
-    """A minimal build context (what :class:`paretorag.index.IndexWriter` provides)."""
+    """A minimal build context (what :class:`paretorag.indexing.writer.IndexWriter` provides)."""
 
     def __init__(self, chunks: ChunkTable, embedder: Any, tokenizer: Any, llm: Any, workers: int = 2) -> None:
         self.chunks, self.embedder, self.tokenizer, self._llm = chunks, embedder, tokenizer, llm

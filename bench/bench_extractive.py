@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from paretorag import RAG
-from paretorag.answer import answer_request
-from paretorag.context import pack
+from paretorag.answering.answer import answer_request
+from paretorag.answering.context import pack
 from paretorag.eval.loaders import load_dataset
 from paretorag.providers.llm import ExtractiveLLM
 from paretorag.types import Budget

@@ -63,7 +63,7 @@ def build_once(size: int, embedder_spec: str, workdir: Path, trace_memory: bool 
     from paretorag.graphs.concepts import ConceptGraph
     from paretorag.indexing.embed_cache import CachedEmbedder
     from paretorag.providers.embedder_spec import make_embedder
-    from paretorag.store import ChunkTable, Store
+    from paretorag.storage.store import ChunkTable, Store
     from paretorag.types import Chunk
 
     inner = make_embedder(embedder_spec)
@@ -118,7 +118,7 @@ def _rss_mb() -> float:
 
 def latency(embedder_spec: str, workdir: Path, n_questions: int) -> dict[str, Any]:
     """p50/p95 retrieval latency (ms) on a 1x index through the RAG facade."""
-    from paretorag.ingest import make_document
+    from paretorag.ingest.files import make_document
     from paretorag.rag import RAG
 
     methods = ["g2cons-concept", "g2cons", "vanilla"]

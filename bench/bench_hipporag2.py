@@ -19,9 +19,9 @@ import numpy as np
 
 from paretorag.eval.loaders import load_dataset
 from paretorag.eval.runner import index_dir_for
-from paretorag.methods import get_method
-from paretorag.query import QueryOptions, State
 from paretorag.rag import RAG
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.query import QueryOptions, State
 
 
 def main() -> None:

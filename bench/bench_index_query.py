@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from paretorag import RAG
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "2wikimultihopqa"
 

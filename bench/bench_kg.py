@@ -49,7 +49,7 @@ def _rss_mb() -> dict[str, float]:
 def _ctx(texts: list[str], llm: Any, tokenizer: Any = None, workers: int = 2) -> Any:
     from paretorag.progress import NullProgress
     from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
-    from paretorag.store import ChunkTable
+    from paretorag.storage.store import ChunkTable
     from paretorag.types import Chunk
 
     class Ctx:

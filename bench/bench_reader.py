@@ -33,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from paretorag import RAG
+from paretorag.answering.reader import Reader, passages_of
+from paretorag.answering.reader.core import title_lookup
 from paretorag.eval.loaders import load_dataset
 from paretorag.providers import sentence_spans as reader_spans
-from paretorag.reader import Reader, passages_of
-from paretorag.reader.core import title_lookup
 
 
 def _summary(seconds: list[float]) -> dict[str, float]:

@@ -23,8 +23,8 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from paretorag.eval.loaders import load_dataset  # noqa: E402
-from paretorag.router.features import Featurizer, features  # noqa: E402
-from paretorag.router.model import load_router  # noqa: E402
+from paretorag.retrieval.router.features import Featurizer, features  # noqa: E402
+from paretorag.retrieval.router.model import load_router  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SUBSETS = ("popqa", "musique_dev200", "hotpotqa_dev200", "2wikimultihopqa_dev164")

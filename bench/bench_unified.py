@@ -143,7 +143,7 @@ def main() -> None:
 
     from paretorag import RAG
     from paretorag.eval.cost import method_index_cost
-    from paretorag.ingest import make_document
+    from paretorag.ingest.files import make_document
     from paretorag.providers.llm import FakeLLM
 
     questions = [q["question"] for q in json.loads((DATA / "2wikimultihopqa_dev164.json").read_text())][

@@ -29,9 +29,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from paretorag.graph import Graph
+from paretorag.graphs.graph import Graph
 from paretorag.kernels.pagerank import pagerank
-from paretorag.operators.walk import idf_bipartite, local_walk, transition
+from paretorag.retrieval.operators.walk import idf_bipartite, local_walk, transition
 
 
 def synthetic(n_passages: int, mentions: int = 8, seed: int = 0) -> Graph:

@@ -150,8 +150,8 @@ def child(spec: dict[str, Any]) -> None:
     the stored chunks (not saved) with those builder settings; ``"ray": N`` runs either on a local Ray cluster of N CPUs.
     Prints the stage's timings as one JSON line."""
     from paretorag import RAG
-    from paretorag.distributed import RayCluster
     from paretorag.graphs.base import get_builder
+    from paretorag.indexing.distributed import RayCluster
 
     cluster = RayCluster(num_cpus=int(spec["ray"])) if spec.get("ray") else None
     t0 = time.perf_counter()

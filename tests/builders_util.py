@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from paretorag.graph import Graph
+from paretorag.graphs.graph import Graph, graph_from_structure
 from paretorag.progress import NullProgress
 from paretorag.providers.base import Completion, Request
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import ExtractiveLLM
-from paretorag.store import ChunkTable
-from paretorag.structures import StructureData, graph_from_structure, load_structure, save_structure
+from paretorag.storage.store import ChunkTable
+from paretorag.storage.structures import StructureData, load_structure, save_structure
 from paretorag.types import Chunk
 
 CORPUS = [

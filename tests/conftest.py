@@ -37,7 +37,7 @@ def onnx_minilm():
 @pytest.fixture(scope="session")
 def popqa_slice():
     """The first 20 PopQA questions and their (gold) paragraphs, as documents."""
-    from paretorag.ingest import make_document
+    from paretorag.ingest.files import make_document
 
     records = json.loads((DATA / "popqa" / "popqa.json").read_text())[:20]
     docs = {}

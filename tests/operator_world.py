@@ -20,8 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from paretorag.errors import MissingStructureError
-from paretorag.graph import Communities, Edges, Graph
 from paretorag.graphs.bm25 import build_bm25
+from paretorag.graphs.graph import Communities, Edges, Graph, graph_to_structure
 from paretorag.graphs.linear import assemble, trigraph_structure
 from paretorag.kernels.rank import vector_top_k
 from paretorag.kernels.tfidf import fit_tfidf
@@ -30,9 +30,9 @@ from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM
 from paretorag.providers.question_nlp import QuestionNLP
 from paretorag.providers.wrappers import CountingLLM
-from paretorag.query import QueryOptions, State
-from paretorag.store import ChunkTable
-from paretorag.structures import StructureData, graph_to_structure, pack_texts
+from paretorag.retrieval.query import QueryOptions, State
+from paretorag.storage.store import ChunkTable
+from paretorag.storage.structures import StructureData, pack_texts
 from paretorag.types import Chunk, ContextItem, FloatArray, Scored, Usage
 
 TEXTS = [
@@ -203,7 +203,7 @@ def scripted_reply(request: Request) -> str:
 
 
 class StubIndex:
-    """An :class:`~paretorag.query.IndexView` over the hand-made world (no files)."""
+    """An :class:`~paretorag.retrieval.query.IndexView` over the hand-made world (no files)."""
 
     def __init__(self, llm: Any = None, *, missing: tuple[str, ...] = ()) -> None:
         self.nlp = QuestionNLP()  # spaCy's readings of a question, as a loaded index gives them

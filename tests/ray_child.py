@@ -11,7 +11,7 @@ from pathlib import Path
 
 from crash_child import AnnouncingProgress
 from paretorag import RAG
-from paretorag.distributed import RayCluster
+from paretorag.indexing.distributed import RayCluster
 from paretorag.indexing.embed_cache import CachedEmbedder
 
 

@@ -65,7 +65,7 @@ METHODS: list[tuple[str, dict[str, Any]]] = [
 
 def _corpora(tmp: Path) -> list[tuple[str, list[Any], list[str], dict[str, Any]]]:
     """(name, sources, questions, RAG.open settings) of each slice."""
-    from paretorag.ingest import make_document
+    from paretorag.ingest.files import make_document
 
     corpus = json.loads((DATA / "2wikimultihopqa" / "2wikimultihopqa_dev164_corpus.json").read_text())
     docs = [make_document(r["title"], r["text"], "2wiki", presplit=True) for r in corpus[:300]]
@@ -85,7 +85,7 @@ class _Cosines:
     in float64 from the stored float32 vectors."""
 
     def __init__(self, view: Any) -> None:
-        from paretorag.operators.e2graphrag import load_state
+        from paretorag.retrieval.operators.e2graphrag import load_state
 
         chunks = view.chunks
         self.view = view

@@ -19,7 +19,7 @@ import json
 import re
 
 from paretorag.graphs.kg_prompts import COMPLETE, RECORD, TUPLE
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
 from paretorag.types import Document

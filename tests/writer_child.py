@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from paretorag import RAG
-from paretorag.lock import WriterLock
 from paretorag.providers.embedders import HashEmbedder
+from paretorag.storage.lock import WriterLock
 
 
 def main() -> None:

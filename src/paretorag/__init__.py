@@ -23,23 +23,34 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .methods.base import Method, QueryOptions, Retrieval, available_methods, get_method, register
     from .providers.base import Completion, Message, Request, Task
     from .providers.embedders import HashEmbedder, SentenceTransformerEmbedder
     from .providers.llm import ExtractiveLLM, FakeLLM, OpenAILLM
     from .providers.onnx_embedder import OnnxEmbedder
     from .rag import RAG, IndexReport
+    from .retrieval.methods.base import (
+        Method,
+        QueryOptions,
+        Retrieval,
+        available_methods,
+        get_method,
+        register,
+    )
+    from .retrieval.methods.pipeline import Pipeline
+    from .retrieval.operators.base import Operator
     from .types import Answer, Budget, Chunk, Citation, ContextItem, Document, Scored, Usage
 
 # the rest of the namespace is imported on first use, so that `paretorag --help` loads no
 # numpy, scipy or model library (PEP 562)
 _LAZY = {
-    "Method": ".methods.base",
-    "QueryOptions": ".methods.base",
-    "Retrieval": ".methods.base",
-    "available_methods": ".methods.base",
-    "get_method": ".methods.base",
-    "register": ".methods.base",
+    "Method": ".retrieval.methods.base",
+    "QueryOptions": ".retrieval.methods.base",
+    "Retrieval": ".retrieval.methods.base",
+    "available_methods": ".retrieval.methods.base",
+    "get_method": ".retrieval.methods.base",
+    "register": ".retrieval.methods.base",
+    "Pipeline": ".retrieval.methods.pipeline",
+    "Operator": ".retrieval.operators.base",
     "Completion": ".providers.base",
     "Message": ".providers.base",
     "Request": ".providers.base",
@@ -101,7 +112,9 @@ __all__ = [
     "MissingStructureError",
     "OnnxEmbedder",
     "OpenAILLM",
+    "Operator",
     "ParetoragError",
+    "Pipeline",
     "ProviderError",
     "QueryOptions",
     "QuestionError",

@@ -223,7 +223,7 @@ class Config:
         self.settings[name] = Setting(name, value, source, origin)
 
     def _put_set(self, items: list[str], source: str, origin: str, where: str) -> None:
-        from .settings import parse_builder_settings
+        from .indexing.settings import parse_builder_settings
 
         try:
             parsed = parse_builder_settings([s.strip() for s in items])
@@ -295,7 +295,7 @@ class Config:
         if self._checked:
             return
         from .graphs.base import available_builders, builder_class
-        from .methods.base import available_methods, get_method
+        from .retrieval.methods.base import available_methods, get_method
 
         structures = available_builders()
         for structure, values in self.builders.items():
@@ -348,7 +348,7 @@ class Config:
         return ConfigError(f"{found}: must {exc.rule}, got {exc.value!r}")
 
     def _method_setting(self, exc: SettingError, method: str) -> str | None:
-        from .methods.base import get_method
+        from .retrieval.methods.base import get_method
 
         values = self.methods.get(method, {})
         if not values:

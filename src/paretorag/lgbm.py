@@ -1,7 +1,7 @@
 """LightGBM models stored as LightGBM's own text format, checked by sha256 (no pickle).
 
-Shared by the reader's candidate ranker (:mod:`paretorag.reader.ranker`) and the retrieval
-ranker (:mod:`paretorag.ranking`): both ship a model file and a JSON file holding the
+Shared by the reader's candidate ranker (:mod:`paretorag.answering.reader.ranker`) and the retrieval
+ranker (:mod:`paretorag.retrieval.ranking`): both ship a model file and a JSON file holding the
 feature names, the training sets and the model's sha256.
 """
 
@@ -25,7 +25,7 @@ NOT_USED = ("sklearn", "pandas", "pyarrow", "dask", "matplotlib", "graphviz")
 def lightgbm(purpose: str) -> Any:
     """The ``lightgbm`` module (imported without :data:`NOT_USED`), or an error naming
     ``purpose`` and the install command."""
-    from .imports import import_without
+    from .providers.imports import import_without
 
     try:
         return import_without("lightgbm", NOT_USED)

@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .answer import WINDOW_MARGIN, citations, fit_to_window, generate
-from .context import pack
-from .diskerrors import disk_errors
+from .answering.answerer import AnswerModels, answer, choose_answerer
+from .answering.reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
+from .answering.reader.stored import stored_spans
 from .errors import (
     ConfigError,
     DamagedIndexError,
@@ -30,23 +30,20 @@ from .errors import (
     QuestionError,
 )
 from .indexing.embed_cache import CachedEmbedder
-from .jobtable import pending_work
-from .manifest import FILENAME, IndexConfig, Manifest, not_an_index
-from .mapreduce import BATCH_TOKENS, map_reduce
-from .methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
-from .providers.base import LLM, Embedder, is_generative
+from .indexing.repair import recover_manifest
+from .indexing.settings import OpenSettings
+from .providers.base import LLM, Embedder
 from .providers.embedder_spec import make_embedder
 from .providers.extractive import ExtractiveLLM
-from .reader.core import Reader, ReaderLLM, ReaderResult, passages_of, title_lookup
-from .reader.stored import stored_spans
-from .repair import recover_manifest
+from .retrieval.methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
 from .session import QUERY_USAGE, IndexReport, IndexSession, manifest_stamp
-from .settings import OpenSettings
-from .store import Store
-from .types import MAX_K, Answer, Budget, Citation, Context, ContextItem, Usage
+from .storage.diskerrors import disk_errors
+from .storage.jobs import pending_work
+from .storage.manifest import FILENAME, IndexConfig, Manifest, not_an_index
+from .storage.store import Store
+from .types import MAX_K, Answer, Budget, Context, ContextItem, Usage
 
 MAX_QUESTION_CHARS = 10_000
-READERS = ("reader", "extractive", "llm")
 
 
 def _validate_question(question: str) -> str:
@@ -58,21 +55,6 @@ def _validate_question(question: str) -> str:
             "shorten it, or index long text as a document instead"
         )
     return question.strip()
-
-
-def _trace(retrieval: Retrieval, ctx: Context, budget: Budget) -> dict[str, Any]:
-    """The method's trace, and what the context packing left out for the budget (when the
-    method did not say it already)."""
-    trace = dict(retrieval.info)
-    if ctx.cut and "budget_cut" not in trace:
-        trace["budget_cut"] = {
-            "max_tokens": budget.max_tokens,
-            "budget": "query",
-            "kept_passages": len(ctx.items),
-            "cut_passages": len(ctx.cut),
-            "cut": list(ctx.cut),
-        }
-    return trace
 
 
 class RAG(IndexSession):
@@ -305,7 +287,7 @@ class RAG(IndexSession):
         the method's own). ``budget`` caps the context in tokens (default: unbounded; methods such as
         g2cons apply their own). ``context_only`` skips generation; ``max_answer_tokens``
         caps the answer's length; ``on_token`` receives the answer's pieces as the LLM
-        streams them. ``reader`` chooses who answers (:data:`READERS`): by default a
+        streams them. ``reader`` chooses who answers (:data:`~paretorag.answering.answerer.READERS`): by default a
         generative LLM when the index has one, else the offline reader. Other keyword
         arguments set the method's parameters.
         """
@@ -344,83 +326,19 @@ class RAG(IndexSession):
 
         The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
         ``on_token`` receives the answer's pieces as the LLM streams them; ``reader`` is
-        as in :meth:`query`.
+        as in :meth:`query`. The work is :func:`paretorag.answering.answerer.answer`'s.
         """
-        t1 = time.perf_counter()
-        b = budget if isinstance(budget, Budget) else Budget(budget)
-        ctx = pack(items, b, self.tokenizer)
-        usage = Usage()
-        usage.merge(retrieval.usage)
-        text = ""
-        cites: list[Citation] = []
-        evidence = retrieval.context_text
-        warnings: list[str] = []
-        who = "" if context_only else self.answerer(reader)
-        read = None
-        if who == "reader":
-            ctx, read = self._read(question.strip(), ctx)
-            text = read.text
-            cites = citations(text, ctx)
-            if on_token is not None:
-                on_token(text)
-        elif not context_only and retrieval.generation == "map-reduce":
-            base = self._base_llm() if who == "llm" else self._extractive()
-            window = getattr(base, "context_window", None)
-            batch = BATCH_TOKENS  # a map batch must fit the window with the prompt and the answer
-            if isinstance(window, int) and window > 0:
-                batch = max(64, min(batch, window - max_answer_tokens - 600 - WINDOW_MARGIN))
-            llm = self._llm_for(usage if who == "llm" else Usage(), "query.answer", base)
-            text, cites, _ = map_reduce(
-                llm,
-                question.strip(),
-                ctx,
-                self.tokenizer,
-                batch_tokens=batch,
-                reduce_tokens=batch,
-                max_tokens=max_answer_tokens,
-            )
-        elif not context_only:
-            base = self._base_llm() if who == "llm" else self._extractive()
-            ctx, evidence, warnings = fit_to_window(  # the LLM's context window is a hard limit
-                base,
-                question.strip(),
-                items,
-                ctx,
-                b,
-                self.tokenizer,
-                max_answer_tokens=max_answer_tokens,
-                context_text=evidence,
-            )
-            # the extractive answerer runs no model: its answer is cached, not counted as an LLM call
-            llm = self._llm_for(usage if who == "llm" else Usage(), "query.answer", base)
-            text, cites = generate(
-                llm,
-                question.strip(),
-                ctx,
-                context_text=evidence,
-                max_tokens=max_answer_tokens,
-                on_token=on_token,
-            )
-        t2 = time.perf_counter()
-        total = retrieval_seconds + (t2 - t1)
-        return Answer(
-            question=question.strip(),
-            text=text,
+        return answer(
+            self._answer_models(),
+            question.strip(),
+            retrieval,
+            items,
+            who="" if context_only else self.answerer(reader),
             method=method,
-            mode=retrieval.mode,
-            contexts=list(ctx.items),
-            citations=cites,
-            usage=usage,
-            timings={"retrieval": retrieval_seconds, "generation": t2 - t1, "total": total},
-            branch=retrieval.branch,
-            context_text=evidence or ctx.text,
-            warnings=warnings,
-            short=read.answer if read is not None else None,
-            evidence=[e.to_json() for e in read.evidence] if read is not None else [],
-            confidence=read.confidence if read is not None else None,
-            found=read.found if read is not None else None,
-            answered_by=who if who in ("", "reader", "extractive") else self._base_llm().name,
-            trace=_trace(retrieval, ctx, b),
+            budget=budget if isinstance(budget, Budget) else Budget(budget),
+            max_answer_tokens=max_answer_tokens,
+            retrieval_seconds=retrieval_seconds,
+            on_token=on_token,
         )
 
     def answerer(self, reader: str | None = None) -> str:
@@ -428,16 +346,16 @@ class RAG(IndexSession):
 
         ``None`` picks the index's LLM when it is generative, else the reader.
         """
-        if reader is not None and reader not in READERS:
-            raise ConfigError(f"unknown reader {reader!r}; use one of {', '.join(READERS)}")
-        if reader == "llm" and not is_generative(self._base_llm()):
-            raise ConfigError(
-                f"the index's LLM ({self._base_llm().name}) does not generate answers; "
-                "configure one with --llm openai:MODEL or llamacpp:GGUF, or use --reader reader"
-            )
-        if reader is not None:
-            return reader
-        return "llm" if is_generative(self._base_llm()) else "reader"
+        return choose_answerer(reader, self._base_llm)
+
+    def _answer_models(self) -> AnswerModels:
+        return AnswerModels(
+            tokenizer=self.tokenizer,
+            base_llm=self._base_llm,
+            extractive=self._extractive,
+            llm_for=self._llm_for,
+            read=self._read,
+        )
 
     def _reader(self) -> Reader:
         base = self._base_llm()

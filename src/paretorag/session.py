@@ -1,7 +1,7 @@
 """An open index directory: the writer lock, reader leases, the live manifest, and writes.
 
 :class:`IndexSession` is the part of :class:`paretorag.RAG` that keeps an index safe
-to share (see :mod:`paretorag.lock`): every write takes the writer lock and re-reads
+to share (see :mod:`paretorag.storage.lock`): every write takes the writer lock and re-reads
 the manifest before it writes; a failed or interrupted write leaves the last commit;
 pending deletes and missing files are completed by the next writer; reads follow the
 latest commit and hold a lease on the files they loaded.
@@ -23,31 +23,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .answering.llms import make_llm
 from .errors import ConfigError, DamagedIndexError, IndexFormatError, InputError, ParetoragError
-from .index import IndexWriter
 from .indexing.embed_cache import CachedEmbedder
 from .indexing.loaded import LoadedIndex
 from .indexing.plan import structure_plan, vector_stem
-from .ingest import Problem, read_paths
-from .jobtable import ORIGINS_KEY, JobTable, clear_origins, committed_doc_ids, describe_origins, note_origin
-from .lock import ReaderLease, WriterLock, collect_garbage
-from .manifest import FILENAME, Manifest
-from .methods.base import get_method
+from .indexing.repair import RepairReport, check, recover_manifest, remove
+from .indexing.settings import OpenSettings
+from .indexing.writer import IndexWriter
+from .ingest.files import Problem, read_paths
+from .ingest.updates import ids_named, plan_updates
 from .progress import Progress
 from .providers.base import LLM, Embedder, Tokenizer, is_generative
 from .providers.embedders import RegexTokenizer
-from .providers.llm import make_llm
 from .providers.wrappers import CachedLLM, CountingLLM
-from .repair import RepairReport, check, recover_manifest, remove
-from .settings import OpenSettings
-from .store import Store
+from .retrieval.methods.base import get_method
+from .storage.jobs import (
+    ORIGINS_KEY,
+    JobTable,
+    clear_origins,
+    committed_doc_ids,
+    describe_origins,
+    note_origin,
+)
+from .storage.lock import ReaderLease, WriterLock, collect_garbage
+from .storage.manifest import FILENAME, Manifest
+from .storage.store import Store
+from .storage.vectors import resolve_ann
 from .types import Document, Usage
-from .updates import ids_named, plan_updates
-from .vectors import resolve_ann
 
 if TYPE_CHECKING:
-    from .distributed import RayCluster
-    from .reader.core import Reader
+    from .answering.reader.core import Reader
+    from .indexing.distributed import RayCluster
 
 
 QUERY_USAGE: ContextVar[Usage | None] = ContextVar("paretorag_query_usage", default=None)
@@ -70,7 +77,7 @@ class IndexReport:
     unchanged: int = 0
     resumed: int = 0  # of ``added``: stored by an interrupted run, committed by this one
     problems: list[Problem] = field(default_factory=list)
-    updated: int = 0  # new versions of stored files (see :mod:`paretorag.updates`)
+    updated: int = 0  # new versions of stored files (see :mod:`paretorag.ingest.updates`)
     removed: int = 0  # documents no longer in their file, and pruned ones
     chunks: int = 0
     seconds: float = 0.0
@@ -254,7 +261,7 @@ class IndexSession:
         Unchanged documents (same content hash) are skipped. A file whose content changed
         replaces the version stored under its path (or ``key``, for exactly one file) in one
         commit; with ``prune``, documents whose files under the given folders are gone are
-        removed (:mod:`paretorag.updates`). Structures that can be updated (the RAPTOR tree)
+        removed (:mod:`paretorag.ingest.updates`). Structures that can be updated (the RAPTOR tree)
         are updated for the changed chunks; those named in ``rebuild`` are built afresh. A bad file is reported in
         ``IndexReport.problems`` and the rest is indexed (with ``strict``, the first bad file
         raises :class:`~paretorag.errors.InputError`); if nothing is usable,
@@ -262,7 +269,7 @@ class IndexSession:
         deletes and missing files are completed on the way. If the first ``index`` of a
         directory this RAG created stores nothing, the directory is removed again.
 
-        With a ``cluster`` (:class:`paretorag.distributed.RayCluster`), chunking, embedding
+        With a ``cluster`` (:class:`paretorag.indexing.distributed.RayCluster`), chunking, embedding
         and spaCy extraction run as Ray tasks and this process writes their results: the
         same index as without it.
         """
@@ -375,7 +382,7 @@ class IndexSession:
         Unknown ids raise :class:`~paretorag.errors.InputError` before anything changes. An
         id whose delete was interrupted is accepted, and the delete is finished. A document's
         key (the ``--id`` it was indexed with, or its file's path, relative or absolute) names
-        its documents too (:func:`paretorag.updates.ids_named`).
+        its documents too (:func:`paretorag.ingest.updates.ids_named`).
         """
         names = list(doc_ids)
         with self._locked():

@@ -2,7 +2,7 @@
 
 Operators pass :class:`Scored` arrays (integer rows and float scores), never dicts
 keyed by names. Rows index the index's chunk table in its canonical order (see
-:class:`paretorag.store.ChunkTable`); other structures (tree nodes, entities,
+:class:`paretorag.storage.store.ChunkTable`); other structures (tree nodes, entities,
 concepts) have their own row spaces, named by ``Scored.kind``.
 """
 
@@ -274,7 +274,7 @@ class Answer:
     branch: str = ""
     context_text: str = ""
     warnings: list[str] = field(default_factory=list)  # e.g. the context was cut to fit the LLM
-    # set when the offline reader answered (paretorag.reader): the short answer, its evidence
+    # set when the offline reader answered (paretorag.answering.reader): the short answer, its evidence
     # sentences ({"sentence", "passage"}), a confidence in [0, 1] and whether it found one
     short: str | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)

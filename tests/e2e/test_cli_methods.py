@@ -14,11 +14,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from paretorag import catalog
 from paretorag.cli import app
 from paretorag.errors import MissingStructureError
-from paretorag.methods.base import recommended_method
 from paretorag.rag import RAG
+from paretorag.retrieval import catalog
+from paretorag.retrieval.methods.base import recommended_method
 
 from ..server_util import build_index, live_server, write_corpus
 

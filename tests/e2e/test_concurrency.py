@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from paretorag import RAG
 from paretorag.cli import app
 from paretorag.errors import IndexLockedError
-from paretorag.lock import WriterLock
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder
+from paretorag.storage.lock import WriterLock
 
 HERE = Path(__file__).parents[1]  # the helper scripts stay in tests/
 WRITER_CHILD = HERE / "writer_child.py"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import paretorag.manifest
+import paretorag.storage.manifest
 from paretorag import RAG
 from paretorag.cli import app
 from paretorag.errors import IndexFormatError, InputError, StorageError
@@ -71,7 +71,9 @@ def test_a_failed_write_names_cause_and_fix_and_commits_nothing(
     elif target == "vectors":
         monkeypatch.setattr(np, "save", _refuse(code))
     else:
-        monkeypatch.setattr(paretorag.manifest, "os", SimpleNamespace(replace=_refuse(code), fsync=os.fsync))
+        monkeypatch.setattr(
+            paretorag.storage.manifest, "os", SimpleNamespace(replace=_refuse(code), fsync=os.fsync)
+        )
     more = _corpus(tmp_path / "b", 10, 2)
     r = runner.invoke(app, ["insert", *map(str, more), "--index", str(ix)])
     assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, r.output

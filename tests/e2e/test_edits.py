@@ -200,7 +200,7 @@ def test_an_index_made_before_keys_is_updated_by_source(tmp_path):
 
 
 def test_a_database_without_the_key_column_gets_it(tmp_path):
-    from paretorag.store import SCHEMA, Store
+    from paretorag.storage.store import SCHEMA, Store
 
     old_schema = SCHEMA.replace(",\n    doc_key TEXT", "")
     assert old_schema != SCHEMA

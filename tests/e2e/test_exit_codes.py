@@ -11,8 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from paretorag import exitcodes
-from paretorag.cli import app
+from paretorag.cli import app, exitcodes
 
 from ..conftest import ROOT
 

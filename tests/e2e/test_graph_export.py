@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from paretorag import RAG
 from paretorag.cli import app as cli_app
 from paretorag.errors import ConfigError, MissingStructureError
-from paretorag.explore import entities, find_entity, open_graph, question_neighborhood, relations
+from paretorag.explore.browse import entities, find_entity, open_graph, question_neighborhood, relations
 
 from ..server_util import build_index, write_corpus
 

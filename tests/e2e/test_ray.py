@@ -15,10 +15,10 @@ import pytest
 
 from paretorag import RAG
 from paretorag.cli import optional_ray_address
-from paretorag.distributed import RayCluster
 from paretorag.errors import ConfigError, ProviderError
+from paretorag.indexing.distributed import RayCluster
 from paretorag.providers.embedders import HashEmbedder
-from paretorag.structures import load_structure
+from paretorag.storage.structures import load_structure
 
 from ..conftest import DATA
 

@@ -72,8 +72,8 @@ def test_an_upload_with_a_very_long_name_keeps_its_name(index):
 def test_an_upload_job_with_a_long_name_is_resumed_after_a_restart(index):
     """What a server killed after accepting the upload leaves: the file saved under its short
     name, the job stored with the uploaded name."""
-    from paretorag.jobtable import JobTable
-    from paretorag.store import Store
+    from paretorag.storage.jobs import JobTable
+    from paretorag.storage.store import Store
 
     name = LONG + ".md"
     job_id = "eeeeeeeeeeeeeeee"

@@ -56,8 +56,8 @@ def test_a_finished_job_answers_after_a_restart_until_its_retention_ends(index):
 
 
 def test_a_job_whose_input_is_gone_ends_failed_with_the_reason(index):
-    from paretorag.jobtable import JobTable
-    from paretorag.store import Store
+    from paretorag.storage.jobs import JobTable
+    from paretorag.storage.store import Store
 
     store = Store(index)
     table = JobTable(store)
@@ -158,8 +158,8 @@ def test_a_job_of_another_running_server_is_left_to_it(index):
     import subprocess
     import sys
 
-    from paretorag.jobtable import JobTable
-    from paretorag.store import Store
+    from paretorag.storage.jobs import JobTable
+    from paretorag.storage.store import Store
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -187,8 +187,8 @@ def test_a_job_of_another_running_server_is_left_to_it(index):
 
 
 def test_a_job_the_server_died_in_three_times_is_not_run_again(index):
-    from paretorag.jobtable import JobTable
-    from paretorag.store import Store
+    from paretorag.storage.jobs import JobTable
+    from paretorag.storage.store import Store
 
     store = Store(index)
     JobTable(store).create("dddddddddddddddd", "delete", {"doc_id": "x"}, {"doc_ids": ["x"]})

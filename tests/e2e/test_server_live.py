@@ -19,7 +19,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed: pip ins
 import httpx
 
 from paretorag import RAG, HashEmbedder
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 from paretorag.server import create_app
 
 from ..server_util import build_index, free_port, live_server, wait_healthy, write_corpus

@@ -83,7 +83,7 @@ def test_spacy_is_imported_without_torch_for_its_thread_only() -> None:
     code = textwrap.dedent(
         """
         import importlib.util, json, sys, threading
-        from paretorag import imports
+        from paretorag.providers import imports
         from paretorag.providers import nlp
         seen = {}
         refuse = imports.RefuseToThread.find_spec

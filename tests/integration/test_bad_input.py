@@ -8,7 +8,7 @@ import pytest
 
 from paretorag import RAG
 from paretorag.errors import IndexFormatError, InputError, LLMError, QuestionError
-from paretorag.ingest import read_paths
+from paretorag.ingest.files import read_paths
 from paretorag.providers.embedders import HashEmbedder
 from paretorag.providers.llm import OpenAILLM
 
@@ -111,7 +111,7 @@ def test_an_index_configured_for_an_unknown_method_names_the_fix(tmp_path) -> No
     """A method the index was configured for that this version lacks (a removed preset, or
     an index written by a newer version) fails with the way out, and replace_methods takes it."""
     from paretorag.errors import ConfigError
-    from paretorag.manifest import Manifest
+    from paretorag.storage.manifest import Manifest
 
     ix = tmp_path / "ix"
     RAG.open(ix, methods=["vanilla"], embedder="hash").close()

@@ -14,7 +14,7 @@ from paretorag.graphs.base import builder_class, get_builder
 from paretorag.graphs.communities import leiden_levels, parse_report
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
-from paretorag.structures import StructureData
+from paretorag.storage.structures import StructureData
 
 from ..builders_util import CORPUS, Ctx, round_trip, table
 
@@ -83,7 +83,7 @@ def test_llm_reports_parsed_with_one_retry() -> None:
 
     llm = FakeLLM(reply)
     data = get_builder("communities").build(Ctx(table(CORPUS + MORE), llm, {"tkg": tkg()}))  # type: ignore[arg-type]
-    from paretorag.structures import graph_from_structure
+    from paretorag.graphs.graph import graph_from_structure
 
     c = graph_from_structure(data).communities
     assert c is not None and c.rating is not None

@@ -10,11 +10,11 @@ import pytest
 
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import get_builder
+from paretorag.graphs.graph import graph_from_structure
 from paretorag.graphs.kg_prompts import COMPLETE, RECORD, TUPLE, parse_json, parse_records
 from paretorag.kernels.knn import knn_pairs
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
-from paretorag.structures import graph_from_structure
 
 from ..builders_util import CORPUS, Ctx, round_trip, table
 

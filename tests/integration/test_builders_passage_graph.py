@@ -11,7 +11,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import get_builder
 from paretorag.graphs.passages import TFIDF_SETTINGS, tfidf_matrix, tfidf_query
-from paretorag.structures import load_structure, save_structure
+from paretorag.storage.structures import load_structure, save_structure
 
 from ..builders_util import CORPUS, Ctx, round_trip, table
 

@@ -9,11 +9,11 @@ import pytest
 
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import get_builder
+from paretorag.graphs.graph import graph_from_structure
 from paretorag.graphs.raptor import cluster_layer
 from paretorag.graphs.tree import SUMMARY_PROMPT
 from paretorag.providers.base import Request
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM
-from paretorag.structures import graph_from_structure
 
 from ..builders_util import Ctx, round_trip, table
 

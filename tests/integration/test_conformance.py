@@ -6,8 +6,8 @@ import pytest
 
 from paretorag import RAG, available_methods, get_method
 from paretorag.graphs.base import available_builders
-from paretorag.methods.base import Method
 from paretorag.providers.embedders import HashEmbedder
+from paretorag.retrieval.methods.base import Method
 
 METHODS = available_methods()
 # methods with Agent steps need a generative LLM: they get the scripted one of tests/unified_world.py
@@ -87,8 +87,8 @@ def test_index_built_every_required_structure(offline_index, agent_index):
 @pytest.mark.parametrize("name", METHODS)
 def test_method_is_a_composition_of_registered_operators(name):
     """Every method is a Pipeline of registered operators; none runs its own control flow."""
-    from paretorag.methods.pipeline import Pipeline
-    from paretorag.operators import available_operators
+    from paretorag.retrieval.methods.pipeline import Pipeline
+    from paretorag.retrieval.operators import available_operators
 
     m = get_method(name)
     assert isinstance(m, Pipeline) and (m.steps or name == "zeroshot")  # zeroshot: no retrieval

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from paretorag import RAG, FakeLLM
-from paretorag.answer import context_room
+from paretorag.answering.answer import context_room
 from paretorag.errors import ConfigError
 from paretorag.providers.embedders import RegexTokenizer
 
@@ -69,7 +69,7 @@ def test_cli_prints_the_warning_on_stderr(tmp_path, monkeypatch):
     rag.close()
     # the CLI imports make_llm when a command runs (not at start-up)
     monkeypatch.setattr(
-        "paretorag.providers.llm.make_llm", lambda spec: FakeLLM(["ok [1]"], context_window=800)
+        "paretorag.answering.llms.make_llm", lambda spec: FakeLLM(["ok [1]"], context_window=800)
     )
     r = CliRunner().invoke(cli.app, ["query", "river water", "--index", str(tmp_path / "ix"), "--llm", "x"])
     assert r.exit_code == 0, r.output

@@ -12,14 +12,14 @@ import scipy.sparse as sp
 
 from paretorag import RAG
 from paretorag.errors import ConfigError
-from paretorag.graph import Graph
 from paretorag.graphs.entities import AUTO_MAX_DF, AUTO_MIN_DOCUMENTS, EntityGraph
-from paretorag.ingest import make_document
-from paretorag.methods import get_method
-from paretorag.operators import get_operator
-from paretorag.operators.walk import idf_bipartite_transition
-from paretorag.query import QueryOptions, State
-from paretorag.structures import StructureData, graph_from_structure, graph_to_structure
+from paretorag.graphs.graph import Graph, graph_from_structure, graph_to_structure
+from paretorag.ingest.files import make_document
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.operators import get_operator
+from paretorag.retrieval.operators.walk import idf_bipartite_transition
+from paretorag.retrieval.query import QueryOptions, State
+from paretorag.storage.structures import StructureData
 from paretorag.types import Scored
 
 # entities x passages: "ada" in passages 0 and 3 (rare), "film" in all five, "solo" in 2 only
@@ -154,7 +154,7 @@ def test_local_walk_matches_the_exact_walk_on_a_small_neighbourhood() -> None:
 
 
 def test_local_walk_leaves_hubs_and_far_passages_out() -> None:
-    from paretorag.operators.walk import idf_bipartite, local_walk
+    from paretorag.retrieval.operators.walk import idf_bipartite, local_walk
 
     # passages 0-5; "hub" in 0-4, "pair" in 0 and 1, "far" in 2 and 5
     occ = np.array(

@@ -10,7 +10,7 @@ import pytest
 
 from paretorag.errors import ConfigError, InputError
 from paretorag.eval.loaders import SUBSETS, available_subsets, load_dataset, parse_options
-from paretorag.ingest import doc_id_for
+from paretorag.ingest.files import doc_id_for
 
 DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_data = pytest.mark.skipif(

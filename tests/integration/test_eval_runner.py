@@ -144,7 +144,7 @@ def test_cli_error_names_the_fix(tmp_path: Path) -> None:
 def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> None:
     """An eval serves exactly the methods it runs: a later run does not build (or keep
     updating) what an earlier one asked for, and a structure asked for again is reused."""
-    from paretorag.manifest import Manifest
+    from paretorag.storage.manifest import Manifest
 
     kwargs = dict(
         limit=3,

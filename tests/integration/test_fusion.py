@@ -13,10 +13,17 @@ from typer.testing import CliRunner
 from paretorag import RAG
 from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
-from paretorag.ingest import make_document
-from paretorag.methods import available_methods, get_method, recommended_method
-from paretorag.operators.fusion import BRIDGE, FIRST_HOP, SECOND_HOP, Candidates, normalize, second_hop
-from paretorag.ranking import META_FILE, SECOND_FILE, load, read_meta, shipped_dir
+from paretorag.ingest.files import make_document
+from paretorag.retrieval.methods import available_methods, get_method, recommended_method
+from paretorag.retrieval.operators.fusion import (
+    BRIDGE,
+    FIRST_HOP,
+    SECOND_HOP,
+    Candidates,
+    normalize,
+    second_hop,
+)
+from paretorag.retrieval.ranking import META_FILE, SECOND_FILE, load, read_meta, shipped_dir
 from paretorag.training.ranker import RankingData, evidence_titles, recall_at, train
 
 # a two-hop question: the film's passage names its director, whose passage names the city
@@ -194,7 +201,7 @@ def test_train_ranker_cli_checks_its_arguments(tmp_path: Path) -> None:
 def test_chunks_of_a_long_document_have_no_title_for_the_ranker() -> None:
     from types import SimpleNamespace
 
-    from paretorag.operators.fusion import CorpusText
+    from paretorag.retrieval.operators.fusion import CorpusText
 
     chunks = SimpleNamespace(
         doc_ids=("a", "a", "b"),

@@ -17,10 +17,10 @@ from paretorag.graphs.concepts import (
     extract_concepts,
     load_sentences,
 )
+from paretorag.graphs.graph import graph_from_structure
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder
-from paretorag.store import ChunkTable
-from paretorag.structures import graph_from_structure
+from paretorag.storage.store import ChunkTable
 from paretorag.textutil import split_sentences
 from paretorag.types import Chunk
 

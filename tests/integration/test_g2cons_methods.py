@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from paretorag.errors import ConfigError, MissingStructureError
-from paretorag.ingest import make_document
-from paretorag.methods import METHODS, get_method
-from paretorag.methods.base import IndexView, Method, MethodSpec, QueryOptions, Retrieval
-from paretorag.methods.g2cons import G2ConS, G2ConSConcept
+from paretorag.ingest.files import make_document
 from paretorag.rag import RAG
+from paretorag.retrieval.methods import METHODS, get_method
+from paretorag.retrieval.methods.base import IndexView, Method, MethodSpec, QueryOptions, Retrieval
+from paretorag.retrieval.methods.g2cons import G2ConS, G2ConSConcept
 from paretorag.types import ContextItem, Scored
 
 TOPICS = {

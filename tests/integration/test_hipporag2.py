@@ -18,15 +18,15 @@ from paretorag.cli import app
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import get_builder
 from paretorag.graphs.fact_graph import synonym_edges
-from paretorag.ingest import make_document
-from paretorag.methods import get_method
-from paretorag.methods.hipporag2 import graph_path
-from paretorag.operators import get_operator
+from paretorag.graphs.graph import graph_from_structure
+from paretorag.ingest.files import make_document
 from paretorag.providers.base import Request
 from paretorag.providers.llm import FakeLLM
-from paretorag.query import State
-from paretorag.store import ChunkTable
-from paretorag.structures import graph_from_structure
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.methods.hipporag2 import graph_path
+from paretorag.retrieval.operators import get_operator
+from paretorag.retrieval.query import State
+from paretorag.storage.store import ChunkTable
 from paretorag.types import Chunk, Scored
 
 from ..builders_util import CORPUS, Ctx, round_trip, table

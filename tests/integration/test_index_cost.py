@@ -26,8 +26,8 @@ from paretorag.graphs.concepts import ConceptGraph, chunk_documents, sentence_ch
 from paretorag.indexing.embed_cache import CachedEmbedder
 from paretorag.providers import nlp_kg
 from paretorag.providers.embedders import HashEmbedder, TokenEmbeddings, pool_spans
-from paretorag.store import Store
-from paretorag.vectors import VectorIndex, build_faiss, resolve_ann
+from paretorag.storage.store import Store
+from paretorag.storage.vectors import VectorIndex, build_faiss, resolve_ann
 
 from ..builders_util import CORPUS, Ctx, table
 

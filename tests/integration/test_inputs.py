@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from paretorag import RAG
-from paretorag.ingest import read_paths
+from paretorag.ingest.files import read_paths
 from paretorag.providers.embedders import HashEmbedder
 
 

@@ -13,9 +13,9 @@ import scipy.sparse as sp
 from paretorag import RAG
 from paretorag.errors import ConfigError
 from paretorag.graphs.linear import LinearGraph, TriGraph, assemble, sentence_texts
-from paretorag.ingest import make_document
-from paretorag.methods import get_method
-from paretorag.operators.linear import (
+from paretorag.ingest.files import make_document
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.operators.linear import (
     Occurrences,
     entity_bonus,
     passage_weights,
@@ -23,7 +23,7 @@ from paretorag.operators.linear import (
     seed_entities,
     semantic_bridge,
 )
-from paretorag.structures import load_structure, save_structure
+from paretorag.storage.structures import load_structure, save_structure
 
 from ..builders_util import CORPUS, Ctx, table
 

@@ -13,10 +13,11 @@ import pytest
 from paretorag import RAG
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import get_builder
+from paretorag.graphs.graph import graph_from_structure
 from paretorag.graphs.raptor_update import DRIFT_LIMIT
 from paretorag.providers.embedders import HashEmbedder
-from paretorag.store import ChunkTable
-from paretorag.structures import StructureData, graph_from_structure
+from paretorag.storage.store import ChunkTable
+from paretorag.storage.structures import StructureData
 from paretorag.types import Chunk, Document
 
 from ..builders_util import Ctx

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from paretorag import RAG
+from paretorag.answering.reader.stored import stored_spans
 from paretorag.graphs.reader_spans import READ_SENTENCES
 from paretorag.indexing import plan
-from paretorag.ingest import make_document
+from paretorag.ingest.files import make_document
 from paretorag.providers import sentence_spans
-from paretorag.reader.stored import stored_spans
 from paretorag.textutil import reading_sentences
 
 from ..conftest import DATA

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from paretorag import RAG
-from paretorag.methods.base import get_method
 from paretorag.providers.embedders import HashEmbedder
+from paretorag.retrieval.methods.base import get_method
 from paretorag.types import Answer
 
 THREADS = 8

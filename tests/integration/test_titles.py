@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from paretorag import RAG
-from paretorag.store import ChunkTable
+from paretorag.storage.store import ChunkTable
 from paretorag.types import Chunk
 
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from paretorag.answering.reader import FEATURES
+from paretorag.answering.reader.ranker import load
 from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
-from paretorag.reader import FEATURES
-from paretorag.reader.ranker import load
 from paretorag.training.reader import TrainingData, choose_threshold, hop_questions, labels, train
 
 from ..conftest import DATA

@@ -11,7 +11,7 @@ import pytest
 
 from paretorag import RAG
 from paretorag.errors import ConfigError
-from paretorag.methods import get_method
+from paretorag.retrieval.methods import get_method
 from tests.unified_world import TEXTS, documents, scripted_llm
 
 UNIFIED = [
@@ -127,7 +127,7 @@ def test_the_extractive_answerer_calls_no_llm_after_a_map_reduce_retrieval(world
 
 
 def test_lightrag_uses_the_keywords_of_the_question(world):
-    from paretorag.query import QueryOptions, State
+    from paretorag.retrieval.query import QueryOptions, State
 
     state = get_method("lightrag-local").run(world.view, State(BORN, QueryOptions()))
     assert state.terms == ["Marie Curie"] and state.info["keywords"] == ["birthplace"]
@@ -200,8 +200,8 @@ def test_table3_is_printed_from_the_code_and_the_readme_matches_it():
 
     from typer.testing import CliRunner
 
-    from paretorag.catalog import table3, table3_markdown
     from paretorag.cli import app
+    from paretorag.retrieval.catalog import table3, table3_markdown
 
     rows = {r["method"]: r for r in table3()}
     assert set(UNIFIED) <= set(rows)

@@ -4,9 +4,9 @@ import itertools
 
 import pytest
 
-from paretorag.chunking import chunk_document
 from paretorag.errors import ConfigError
-from paretorag.ingest import make_document
+from paretorag.ingest.chunking import chunk_document
+from paretorag.ingest.files import make_document
 from paretorag.textutil import sentence_spans
 
 SENT = "The quick brown fox number {i} jumps over the lazy dog near the river bank. "
@@ -131,8 +131,8 @@ def test_minilm_unpunctuated_text_uses_bounded_tokenizer_calls(minilm):
 
 
 def test_a_small_chunk_size_alone_gets_an_overlap_that_fits(tmp_path):
-    from paretorag.manifest import IndexConfig, Manifest
-    from paretorag.settings import OpenSettings
+    from paretorag.indexing.settings import OpenSettings
+    from paretorag.storage.manifest import IndexConfig, Manifest
 
     m = Manifest(IndexConfig())
     OpenSettings(chunk_size=40).apply(tmp_path, m)  # the default overlap, 100, would not fit

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from paretorag.answer import citations, generate
-from paretorag.context import format_block, pack
+from paretorag.answering.answer import citations, generate
+from paretorag.answering.context import format_block, pack
 from paretorag.errors import ConfigError
 from paretorag.providers.base import Request, Task, user_prompt
 from paretorag.providers.embedders import RegexTokenizer
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM
 from paretorag.providers.wrappers import CachedLLM, CountingLLM, complete_many
-from paretorag.store import Store
+from paretorag.storage.store import Store
 from paretorag.types import Budget, ContextItem, Usage
 
 TOK = RegexTokenizer()

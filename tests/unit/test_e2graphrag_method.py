@@ -13,21 +13,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from paretorag.context import pack
+from paretorag.answering.context import pack
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import StructureData
 from paretorag.graphs.entities import graph_from_mentions
+from paretorag.graphs.graph import graph_to_structure
 from paretorag.graphs.tree import SummaryTree
-from paretorag.methods import get_method
-from paretorag.methods.base import METHODS, QueryOptions
-from paretorag.methods.e2graphrag import E2GraphRAG
-from paretorag.operators.e2graphrag import E2State
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import FakeLLM
 from paretorag.providers.question_nlp import QuestionNLP
-from paretorag.store import ChunkTable
-from paretorag.structures import graph_to_structure
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.methods.base import METHODS, QueryOptions
+from paretorag.retrieval.methods.e2graphrag import E2GraphRAG
+from paretorag.retrieval.operators.e2graphrag import E2State
+from paretorag.storage.store import ChunkTable
 from paretorag.types import Budget, Chunk, ContextItem, FloatArray, Scored
 
 N = 40
@@ -155,7 +155,7 @@ def ask(index: FakeIndex, terms: list[str], method: str = "e2graphrag", k: int |
 
 @pytest.fixture(scope="module", autouse=True)
 def _load_state(index: FakeIndex) -> None:
-    from paretorag.operators.e2graphrag import load_state
+    from paretorag.retrieval.operators.e2graphrag import load_state
 
     index.cached("e2graphrag.state", lambda: load_state(index))
 
@@ -276,7 +276,7 @@ def test_budget_limits_evidence_and_packing_keeps_every_item(index: FakeIndex) -
 def test_without_a_query_budget_the_evidence_keeps_to_the_answer_budget_and_says_what_was_cut(
     index: FakeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from paretorag.operators import e2graphrag_evidence
+    from paretorag.retrieval.operators import e2graphrag_evidence
 
     state: E2State = index.cached("e2graphrag.state", lambda: None)
     state.query_terms["default budget question"] = ["harry"]

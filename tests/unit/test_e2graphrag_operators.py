@@ -8,13 +8,12 @@ import pytest
 import scipy.sparse as sp
 
 from paretorag.errors import ConfigError
-from paretorag.graph import Graph
 from paretorag.graphs.entities import graph_from_mentions
+from paretorag.graphs.graph import Graph, graph_from_structure, graph_to_structure
 from paretorag.kernels import hop_distances
-from paretorag.operators import e2graphrag as op
-from paretorag.operators import e2graphrag_evidence as ev
-from paretorag.store import ChunkTable
-from paretorag.structures import graph_from_structure, graph_to_structure
+from paretorag.retrieval.operators import e2graphrag as op
+from paretorag.retrieval.operators import e2graphrag_evidence as ev
+from paretorag.storage.store import ChunkTable
 from paretorag.types import Chunk, Scored
 
 

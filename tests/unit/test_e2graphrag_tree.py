@@ -10,6 +10,7 @@ import pytest
 from paretorag.errors import ConfigError
 from paretorag.graphs.base import StructureData
 from paretorag.graphs.entities import graph_from_mentions
+from paretorag.graphs.graph import graph_from_structure, graph_to_structure
 from paretorag.graphs.tree import (
     SUMMARY_PROMPT,
     SummaryTree,
@@ -18,12 +19,12 @@ from paretorag.graphs.tree import (
     expected_calls,
     level_sizes,
 )
-from paretorag.operators.e2graphrag import node_weights
 from paretorag.progress import NullProgress
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer
 from paretorag.providers.llm import FakeLLM
-from paretorag.store import ChunkTable
-from paretorag.structures import graph_from_structure, graph_to_structure, load_structure, save_structure
+from paretorag.retrieval.operators.e2graphrag import node_weights
+from paretorag.storage.store import ChunkTable
+from paretorag.storage.structures import load_structure, save_structure
 from paretorag.types import Chunk
 
 TEXT = "".join(f"Line {i:04d} of a long story about the sea. " for i in range(2000))

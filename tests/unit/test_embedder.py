@@ -4,7 +4,7 @@ import numpy as np
 
 from paretorag.indexing.embed_cache import CachedEmbedder
 from paretorag.providers.embedders import HashEmbedder
-from paretorag.store import Store
+from paretorag.storage.store import Store
 
 
 def test_short_text_is_one_window(minilm):

@@ -9,7 +9,7 @@ import pytest
 
 from paretorag.errors import ConfigError, InputError
 from paretorag.eval.loaders import load_dataset
-from paretorag.ingest import doc_id_for
+from paretorag.ingest.files import doc_id_for
 
 
 def _write(folder: Path, corpus: list[dict], questions: list[dict]) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paretorag.answer import generate
+from paretorag.answering.answer import generate
 from paretorag.errors import ConfigError
 from paretorag.providers.base import Request, Task
 from paretorag.providers.embedders import HashEmbedder, RegexTokenizer

@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 
 from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
-from paretorag.graph import Communities, Edges, Graph
-from paretorag.methods import Pipeline, get_method
-from paretorag.methods.base import METHODS
-from paretorag.operators import available_operators, get_operator
-from paretorag.operators.dense import ChunkVDB
-from paretorag.query import QueryOptions, State
-from paretorag.structures import graph_from_structure, graph_to_structure, load_structure, save_structure
+from paretorag.graphs.graph import Communities, Edges, Graph, graph_from_structure, graph_to_structure
+from paretorag.retrieval.methods import Pipeline, get_method
+from paretorag.retrieval.methods.base import METHODS
+from paretorag.retrieval.operators import available_operators, get_operator
+from paretorag.retrieval.operators.dense import ChunkVDB
+from paretorag.retrieval.query import QueryOptions, State
+from paretorag.storage.structures import load_structure, save_structure
 from paretorag.types import Scored
 
 

@@ -9,10 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 from paretorag.errors import ConfigError
-from paretorag.graph import Graph
 from paretorag.graphs.concepts import chunk_scores, select_core
+from paretorag.graphs.graph import Graph
 from paretorag.kernels import pagerank
-from paretorag.operators.concepts import (
+from paretorag.retrieval.operators.concepts import (
     Pick,
     concept_expansion,
     concept_local_search,

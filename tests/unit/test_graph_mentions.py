@@ -4,7 +4,7 @@ the name, the name's offsets pointing into the quoted sentence."""
 
 from __future__ import annotations
 
-from paretorag.graph_mentions import SENTENCE_CHARS, PassageWords, mentions, name_stems
+from paretorag.explore.mentions import SENTENCE_CHARS, PassageWords, mentions, name_stems
 
 
 def marked(m: dict) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from paretorag.context import pack
-from paretorag.mapreduce import NO_ANSWER, batches, map_reduce, parse_points
+from paretorag.answering.context import pack
+from paretorag.answering.mapreduce import NO_ANSWER, batches, map_reduce, parse_points
 from paretorag.providers.base import Request
 from paretorag.providers.embedders import RegexTokenizer
 from paretorag.providers.llm import ExtractiveLLM, FakeLLM

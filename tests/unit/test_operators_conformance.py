@@ -7,11 +7,12 @@ import inspect
 import numpy as np
 import pytest
 
+import paretorag.retrieval.methods.steps  # noqa: F401  (steps that run whole methods register as operators)
 from paretorag.errors import ConfigError
-from paretorag.methods import get_method
-from paretorag.operators import available_operators, get_operator, operator_class
-from paretorag.operators.base import Operator
-from paretorag.query import QueryOptions
+from paretorag.retrieval.methods import get_method
+from paretorag.retrieval.operators import available_operators, get_operator, operator_class
+from paretorag.retrieval.operators.base import Operator
+from paretorag.retrieval.query import QueryOptions
 from paretorag.types import Budget, Scored
 from tests.operator_world import (
     N_CHUNKS,
@@ -201,7 +202,7 @@ PREREQUISITES = {
 @pytest.fixture(scope="module")
 def family_index(tmp_path_factory: pytest.TempPathFactory):
     from paretorag import RAG
-    from paretorag.ingest import make_document
+    from paretorag.ingest.files import make_document
     from tests.operator_world import TEXTS
 
     rag = RAG.open(
@@ -212,7 +213,7 @@ def family_index(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _run_family(rag, name: str, options: QueryOptions | None = None):
-    from paretorag.query import State
+    from paretorag.retrieval.query import State
 
     state = State("Where did Marie Curie and Pierre Curie marry?", options or QueryOptions())
     for pre in PREREQUISITES.get(name, []):

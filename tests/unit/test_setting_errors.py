@@ -10,8 +10,8 @@ import pytest
 
 from paretorag.config import KEYS, Config
 from paretorag.errors import ConfigError, SettingError
-from paretorag.operators.dense import ChunkVDB
 from paretorag.params import check_positive_int
+from paretorag.retrieval.operators.dense import ChunkVDB
 from paretorag.types import MAX_K
 
 
@@ -60,8 +60,8 @@ def test_explain_names_the_variable_and_the_flag() -> None:
 
 def test_one_k_limit_for_the_file_the_variable_the_server_and_mcp() -> None:
     pytest.importorskip("fastapi", reason="the serve extra is not installed: pip install 'paretorag[serve]'")
-    from paretorag import mcp_server
     from paretorag.server import Limits
+    from paretorag.server import mcp_stdio as mcp_server
 
     assert MAX_K == 100
     assert Limits().max_k == MAX_K and mcp_server.MAX_K == MAX_K

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from paretorag.chunking import chunk_document
 from paretorag.graphs.base import StructureData
-from paretorag.ingest import make_document
+from paretorag.ingest.chunking import chunk_document
+from paretorag.ingest.files import make_document
 from paretorag.providers.embedders import RegexTokenizer
-from paretorag.store import Store
-from paretorag.structures import load_structure, save_structure
-from paretorag.vectors import VectorIndex
+from paretorag.storage.store import Store
+from paretorag.storage.structures import load_structure, save_structure
+from paretorag.storage.vectors import VectorIndex
 
 
 def _docs():
@@ -70,7 +70,7 @@ def test_vectors_and_structures_round_trip(tmp_path):
 
 
 def test_structure_dir_depends_on_settings_version_and_chunks():
-    from paretorag.structures import structure_dirname
+    from paretorag.storage.structures import structure_dirname
 
     base = structure_dirname("tree", "fp1", {"params": {"g": 5}}, 1)
     assert base.startswith("tree-") and base == structure_dirname("tree", "fp1", {"params": {"g": 5}}, 1)

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import typer
 
-from .. import __version__, exitcodes
+from .. import __version__
 from ..errors import ConfigError
-from ..graph_cli import graph_app  # typer and rich only
-from . import asking, catalog, indexing, serving
+from . import asking, catalog, exitcodes, indexing, serving
 from .common import _fail, _show_waits
+from .graph import graph_app  # typer and rich only
 
 __all__ = ["app", "main", "optional_ray_address"]
 
@@ -83,7 +83,7 @@ app.command("mcp")(serving.mcp_command)
 
 
 def _register_config() -> None:
-    from ..config_cli import config_app
+    from .config import config_app
 
     app.add_typer(config_app, name="config")
 
@@ -149,7 +149,7 @@ def optional_ray_address(argv: list[str]) -> list[str]:
     """
     if "--ray" not in argv:
         return list(argv)
-    from ..distributed import LOCAL
+    from ..indexing.distributed import LOCAL
 
     out: list[str] = []
     for i, arg in enumerate(argv):

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .. import exitcodes
 from ..errors import ConfigError, ParetoragError
+from . import exitcodes
 from .common import (
     AnswerLLMOpt,
     IndexOpt,
@@ -32,7 +32,7 @@ def _method_or_default(rag: RAG, method: str | None) -> str:
     """``--method``, else the index's default, saying on stderr when the recommended one is not built."""
     if method is not None:
         return method
-    from ..methods import recommended_method
+    from ..retrieval.methods import recommended_method
 
     method, rec = rag.default_method(), recommended_method()
     if method != rec:
@@ -153,7 +153,7 @@ def query(
         if server is not None:
             if llm:
                 raise ConfigError("--llm cannot be used with --server: the server answers with its own LLM")
-            from ..client import ask
+            from .client import ask
 
             body = {"question": question, "method": method, "k": k, "budget": budget}
             body |= {"context_only": context_only, "reader": reader}
@@ -163,7 +163,7 @@ def query(
             llm = llm or _configured("llm.model")()
             if index_dir is None:
                 raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
-            from ..providers.llm import make_llm
+            from ..answering.llms import make_llm
             from ..rag import RAG
 
             answer_llm = make_llm(llm) if llm else None  # an override for this query, not saved in the index
@@ -203,7 +203,7 @@ def chat(
     An empty line is skipped; end with Ctrl-D (end of input). A question that fails prints
     its error and the next one is read.
     """
-    from ..providers.llm import make_llm
+    from ..answering.llms import make_llm
     from ..rag import RAG
 
     interactive = sys.stdin.isatty()

@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import exitcodes
 from ..errors import IndexFormatError, ParetoragError
+from . import exitcodes
 from .common import IndexOpt, _fail, _text, out
 
 
@@ -120,7 +120,7 @@ def _table(*columns: str, numbers: bool = False, caption: str | None = None) -> 
 
 def _print_pending(pending: dict[str, Any], index_dir: Path) -> None:
     """Work stored but not committed, who left it, and server jobs not finished."""
-    from ..jobtable import describe_origins
+    from ..storage.jobs import describe_origins
 
     docs, deletes, jobs = pending.get("documents", []), pending.get("deletes", []), pending.get("jobs", [])
     if docs or deletes:
@@ -166,7 +166,7 @@ def _print_catalog(
 
 def operators(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every registered retrieval operator (what it produces and requires, LLM use, paper)."""
-    from .. import catalog
+    from ..retrieval import catalog
 
     _print_catalog(
         catalog.operators(),
@@ -183,7 +183,7 @@ def methods(
     markdown: bool = typer.Option(False, "--markdown", help="With --table: print it as Markdown."),
 ) -> None:
     """List every registered method with its steps, structures and LLM use."""
-    from .. import catalog
+    from ..retrieval import catalog
 
     if table and markdown:
         sys.stdout.write(catalog.table3_markdown())
@@ -193,7 +193,7 @@ def methods(
         _print_catalog(catalog.table3(), as_json, cols)
         return
     if not as_json:
-        from ..method_list import render
+        from .methods import render
 
         sys.stdout.write(render(catalog.methods()))  # 80 columns whatever the terminal's width
         return

@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .. import exitcodes
 from ..errors import ParetoragError
+from . import exitcodes
 
 if TYPE_CHECKING:  # imported where used: `--help` loads no index, model or array library
     from ..rag import RAG
@@ -135,7 +135,7 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
     if rag is None or not index_dir.exists():
         err.print(f"{stopped}: nothing was stored")
     else:
-        from ..store import Store
+        from ..storage.store import Store
 
         try:
             store = Store(index_dir)  # the RAG's own connection is closed by now

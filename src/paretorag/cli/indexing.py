@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .. import exitcodes
 from ..errors import ConfigError, ParetoragError
 from ..progress import RichProgress
+from . import exitcodes
 from .common import (
     IndexOpt,
     LLMMaxWaitOpt,
@@ -75,7 +75,7 @@ def _bars() -> RichProgress:
 
 def _parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
     from ..config import active
-    from ..settings import parse_builder_settings
+    from ..indexing.settings import parse_builder_settings
 
     merged = active().builder_settings()  # [set.*] of paretorag.toml and $PARETORAG_SET; --set wins
     for structure, values in parse_builder_settings(items).items():
@@ -204,7 +204,7 @@ def index(
     An edited file replaces its old version (a document is its path, or --id); exit codes:
     0 done, 2 nothing done (error), 3 some files could not be read (docs/exit-codes.md).
     """
-    from ..distributed import RayCluster
+    from ..indexing.distributed import RayCluster
 
     rag = None
     cluster = RayCluster(ray, num_cpus=ray_cpus) if ray else None

@@ -128,7 +128,7 @@ def serve(
 
 def mcp_command(index_dir: Path = IndexOpt, llm: str | None = AnswerLLMOpt) -> None:
     """Serve the index to MCP clients over stdin/stdout (tools: search, answer, list_documents)."""
-    from ..mcp_server import run_stdio
+    from ..server.mcp_stdio import run_stdio
 
     try:
         run_stdio(index_dir, llm=llm)

@@ -122,7 +122,7 @@ def corpus_summaries(rag: Any, source: str, max_chars: int = 12000) -> str:
         raise ConfigError(f"--summaries must be one of {', '.join(SOURCES)}, got {source!r}")
     parts: list[str] = []
     if source == "communities":
-        from ..operators.base import load_graph
+        from ..retrieval.operators.base import load_graph
 
         if not rag.built("graphrag-global"):
             raise ConfigError(
@@ -365,9 +365,9 @@ def run_abstract(
     dict
         The content of ``abstract.json``.
     """
+    from ..answering.llms import make_llm
     from ..progress import NullProgress
     from ..providers.base import is_generative
-    from ..providers.llm import make_llm
     from ..rag import RAG
     from .abstract_report import write_abstract_report
     from .loaders import load_dataset

@@ -200,15 +200,15 @@ def _run(
     from rich.console import Console
     from rich.markup import escape
 
+    from ..answering.answerer import READERS
+    from ..indexing.settings import parse_builder_settings
     from ..progress import RichProgress
-    from ..rag import READERS
-    from ..settings import parse_builder_settings
     from .report import answer_table, results_table
     from .runner import run_eval
 
     subsets = parse_names(subset, "--subset")
     names = parse_names(methods, "--methods")
-    from ..methods.base import get_method
+    from ..retrieval.methods.base import get_method
 
     for name in names:  # a typo fails now ("did you mean ...?"), not after the corpus is indexed
         get_method(name)
@@ -282,9 +282,9 @@ def _run_abstract(
     from rich.console import Console
     from rich.markup import escape
 
+    from ..answering.answerer import READERS
+    from ..indexing.settings import parse_builder_settings
     from ..progress import RichProgress
-    from ..rag import READERS
-    from ..settings import parse_builder_settings
     from .abstract import default_summaries, run_abstract
     from .abstract_report import winrate_table
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..methods import Retrieval, get_method
 from ..progress import NullProgress, Progress
 from ..rag import RAG
+from ..retrieval.methods import Retrieval, get_method
 from ..types import ContextItem, Usage
 from . import metrics as M
 from .cost import base_ledger, method_index_cost, peak_rss_mb
@@ -66,7 +66,7 @@ def _ms(seconds: float) -> float:
 
 def guess(question: str) -> str:
     """The guessing baseline: the first option of a choice question, "yes" for yes/no, else nothing."""
-    from ..reader.question import analyze
+    from ..answering.reader.question import analyze
 
     info = analyze(question)
     if info.expected == "choice":
@@ -365,7 +365,7 @@ def run_eval(
         judge_usage = Usage()
         judge_llm = None
         if judge is not None and not retrieval_only:
-            from ..providers.llm import make_llm
+            from ..answering.llms import make_llm
 
             judge_llm = rag._llm_for(
                 judge_usage, "judge", make_llm(judge) if isinstance(judge, str) else judge

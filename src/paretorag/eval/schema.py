@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..ingest import doc_id_for
+from ..ingest.files import doc_id_for
 from ..types import Document
 
 

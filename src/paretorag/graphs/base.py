@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import ConfigError
 from ..params import Params
-from ..structures import StructureData as StructureData
+from ..storage.structures import StructureData as StructureData
 
 if TYPE_CHECKING:
     from ..progress import Progress
     from ..providers.base import LLM, Embedder, Tokenizer
-    from ..store import ChunkTable
+    from ..storage.store import ChunkTable
 
 
 class BuildContext(Protocol):
@@ -163,7 +163,7 @@ def cached_per_text(
     per text; results are committed every ``COMMIT_EVERY`` texts, so a killed build does not
     redo them, and an insert runs on its new texts only.
     """
-    from ..store import text_hash
+    from ..storage.store import text_hash
 
     keys = [f"{prefix}:{text_hash(salt + chr(0) + t)}" for t in texts]
     cached = ctx.cache_get(sorted(set(keys)))

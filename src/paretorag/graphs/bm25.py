@@ -50,8 +50,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..store import text_hash
-from ..structures import StructureData, pack_texts, unpack_texts
+from ..storage.store import text_hash
+from ..storage.structures import StructureData, pack_texts, unpack_texts
 from ..textutil import stem_words
 from .base import BuildContext, Builder, register_builder
 

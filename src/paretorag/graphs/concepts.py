@@ -17,9 +17,9 @@ the stored ingredients without re-indexing):
    2 Co / (|T_wi| + |T_wj|); co-occurrence by sparse products, similarities only for
    co-occurring pairs.
 4. PageRank over the graph, chunks ranked by their concepts, the top kappa kept as core
-   chunks ("Core Chunk Selection", :mod:`paretorag.operators.concepts`).
+   chunks ("Core Chunk Selection", :mod:`paretorag.retrieval.operators.concepts`).
 
-Stored as a :class:`~paretorag.graph.Graph` (kinds ``"concept"``; ``adjacency``: Dice
+Stored as a :class:`~paretorag.graphs.graph.Graph` (kinds ``"concept"``; ``adjacency``: Dice
 weights; ``node_chunks``: concept x chunk incidence; ``node_vectors``: the normalized
 Eq. 1 vectors) plus the builder's own arrays: ``sent_{indptr,indices,data}`` and
 ``sent_chunk`` (sentence x concept CSR and the chunk of each sentence), ``pagerank``,
@@ -40,17 +40,17 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graph import Graph
+from ..graphs.graph import graph_to_structure
 from ..kernels import normalize_rows, pagerank
 from ..params import check_fraction, check_positive_int
 from ..providers.embedders import embed_with_spans
-from ..structures import graph_to_structure
 from ..textutil import sentence_spans, split_sentences
 from ..types import FloatArray, IntArray
 from .base import BuildContext, Builder, StructureData, register_builder
+from .graph import Graph
 
 if TYPE_CHECKING:
-    from ..store import ChunkTable
+    from ..storage.store import ChunkTable
 
 F64 = npt.NDArray[np.float64]
 

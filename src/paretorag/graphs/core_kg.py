@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..structures import StructureData
+from ..storage.structures import StructureData
 from .base import BuildContext, register_builder
 from .communities import CommunityReports
 from .kg import KnowledgeGraph, RichKG, TextualKG

@@ -11,9 +11,9 @@ over all sentences of the corpus. Two indexes bridge the graph and the tree:
   number of occurrences per chunk (Occurrence Ranking needs the counts, §3.2);
 - chunk -> entity ``I_c->e``: its transpose (Entity-Aware Ranking, §3.2).
 
-The result is a :class:`~paretorag.graph.Graph` (kinds ``"entity"``; ``adjacency``: the
+The result is a :class:`~paretorag.graphs.graph.Graph` (kinds ``"entity"``; ``adjacency``: the
 symmetric co-occurrence counts, no self-loops; ``node_chunks``: entities x chunks
-occurrence counts), stored with :func:`~paretorag.structures.graph_to_structure`; the
+occurrence counts), stored with :func:`~paretorag.graphs.graph.graph_to_structure`; the
 transpose and the connected components are derived on load. Vertex ids are the names
 in sorted order, so a build is deterministic.
 
@@ -41,11 +41,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graph import Graph
+from ..graphs.graph import graph_to_structure
 from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
-from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, cached_per_text, register_builder
+from .graph import Graph
 
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02
@@ -239,7 +239,7 @@ class EntityGraph(Builder):
         # per-chunk results are cached by chunk text and extractor settings, so an insert
         # runs spaCy on its new chunks only and a delete on none (the graph is re-assembled)
         salt = self._cache_salt(extractor)
-        cluster = getattr(ctx, "cluster", None)  # Ray tasks (paretorag.distributed) or here
+        cluster = getattr(ctx, "cluster", None)  # Ray tasks (paretorag.indexing.distributed) or here
 
         def extract(texts: list[str]) -> Iterable[tuple[Any, int]]:
             if cluster is not None:

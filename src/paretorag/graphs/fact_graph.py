@@ -13,7 +13,7 @@ EA-GraphRAG indexes the corpus "following [8]" (HippoRAG 2, §3 and its released
   than two letters or digits (HippoRAG 2's defaults), weighted by the cosine.
 
 Passage nodes ``C`` are the chunk columns of ``node_chunks`` (the occurrence weights);
-the passage-ranking operator (:class:`paretorag.operators.hipporag2.ChunkPPR`) assembles
+the passage-ranking operator (:class:`paretorag.retrieval.operators.hipporag2.ChunkPPR`) assembles
 the full graph ``[[A, O], [O^T, 0]]`` over ``N`` and ``C``. The adjacency ``A`` holds the
 relation and synonymy edges (both undirected, as in HippoRAG 2); the edge records are the
 facts only, so fact retrieval never returns a synonymy edge.
@@ -48,13 +48,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graph import Edges, Graph, csr
+from ..graphs.graph import graph_to_structure
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_positive_int
 from ..providers.base import is_generative
 from ..providers.nlp_kg import kg_name
-from ..structures import graph_to_structure
 from .base import BuildContext, Builder, StructureData, register_builder
+from .graph import Edges, Graph, csr
 from .kg import merge_records
 from .kg_extract import hipporag_records, parsed_chunks, spacy_records
 from .kg_prompts import Records

@@ -1,7 +1,7 @@
 """Per-chunk extraction for the knowledge graphs: with an LLM, or with spaCy (unified framework §4).
 
 Both backends return one :class:`~paretorag.graphs.kg_prompts.Records` per chunk, which
-:mod:`paretorag.graphs.kg` merges into a :class:`~paretorag.graph.Graph`:
+:mod:`paretorag.graphs.kg` merges into a :class:`~paretorag.graphs.graph.Graph`:
 
 - :func:`hipporag_records`: KG by HippoRAG's NER then OpenIE prompts (2 calls per chunk);
 - :func:`graphrag_records`: TKG (GraphRAG) / RKG (LightRAG) records with gleaning
@@ -27,7 +27,7 @@ from ..providers.base import LLM, Message, Request
 from ..providers.nlp import MODEL
 from ..providers.nlp_kg import EXTRACT_VERSION, KGExtraction, extract_kg
 from ..providers.wrappers import complete_many
-from ..store import text_hash
+from ..storage.store import text_hash
 from .kg_prompts import (
     CONTINUE_PROMPT,
     JSON_RETRY,

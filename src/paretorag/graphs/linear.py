@@ -12,7 +12,7 @@ gives three kinds of vertices:
   entities in it (entity <-> sentence incidence; a sentence found in two passages is
   one sentence with the union of their entities). Sentences are not vertices of the
   PageRank graph: they carry the question's "semantic bridging" from entity to entity
-  at query time (§3.2, :mod:`paretorag.operators.linear`);
+  at query time (§3.2, :mod:`paretorag.retrieval.operators.linear`);
 - **passages**, linked to their entities with weight
   ``count(entity in passage) / sum of the counts of the passage's entities``
   (case-sensitive substring counts in the passage text, as ``add_entity_to_passage_edges``),
@@ -28,10 +28,10 @@ method is worth without that; ``--set linear_graph.adjacent=false`` drops the ed
 Every entity text and every sentence is embedded with the index's embedder (cached by
 text hash, so a rebuild after an insert embeds only new texts; the sentences are most
 of the index time). The passage text is the one the chunk vectors embed
-(``"title\\ntext"`` for a passage, :meth:`~paretorag.store.ChunkTable.embedded_texts`),
+(``"title\\ntext"`` for a passage, :meth:`~paretorag.storage.store.ChunkTable.embedded_texts`),
 as the official code runs NER over the passages it embeds.
 
-Stored as a :class:`~paretorag.graph.Graph` (:func:`~paretorag.structures.graph_to_structure`):
+Stored as a :class:`~paretorag.graphs.graph.Graph` (:func:`~paretorag.graphs.graph.graph_to_structure`):
 ``names`` the entity texts in sorted order, ``node_chunks`` the entities x passages
 counts (int32), ``node_vectors`` the entity vectors (float32), ``adjacency`` empty (no
 entity-entity edges); plus ``sentence_utf8``/``sentence_offsets`` (texts),
@@ -53,12 +53,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, IndexFormatError
-from ..graph import Graph
+from ..graphs.graph import graph_from_structure, graph_to_structure
 from ..params import check_positive_int
 from ..providers.nlp import MODEL
 from ..providers.nlp_ner import SKIP_LABELS, SentenceEntities, extract_sentence_entities
-from ..structures import StructureData, graph_from_structure, graph_to_structure, pack_texts, unpack_texts
+from ..storage.structures import StructureData, pack_texts, unpack_texts
 from .base import BuildContext, Builder, cached_per_text, register_builder
+from .graph import Graph
 
 STRUCTURE = "linear_graph"
 

@@ -28,11 +28,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graph import Edges, Graph, csr
+from ..graphs.graph import graph_to_structure
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
-from ..structures import StructureData, graph_to_structure, pack_texts, unpack_texts
+from ..storage.structures import StructureData, pack_texts, unpack_texts
 from .base import BuildContext, Builder, register_builder
+from .graph import Edges, Graph, csr
 from .kg_extract import parsed_chunks
 
 TFIDF_SETTINGS: dict[str, Any] = {

@@ -23,7 +23,7 @@ vectors (deterministic), a documented departure. The Gaussian mixtures use RAPTO
 (224), so a build is deterministic and the prompts repeat exactly after a crash (the
 LLM answers come back from the index's cache).
 
-Output: a :class:`~paretorag.graph.Graph` whose nodes are the chunks then the summaries,
+Output: a :class:`~paretorag.graphs.graph.Graph` whose nodes are the chunks then the summaries,
 layer by layer (kinds ``"chunk"`` / ``"summary"``; names the chunk ids and
 ``"raptor:L<layer>:<i>"``; descriptions the texts; ``node_vectors`` the vectors of every
 node, so a node vector index over it is RAPTOR's collapsed tree), a symmetric
@@ -38,12 +38,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph import Graph, csr
+from ..graphs.graph import graph_to_structure
 from ..params import check_fraction, check_positive_int
 from ..providers.base import LLM
 from ..providers.wrappers import complete_many
-from ..structures import StructureData, graph_to_structure
+from ..storage.structures import StructureData
 from .base import BuildContext, Builder, previous_structure, register_builder
+from .graph import Graph, csr
 from .raptor_update import Cluster, grow
 from .tree import summary_request
 

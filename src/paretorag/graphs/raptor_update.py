@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..structures import StructureData, graph_from_structure
+from ..graphs.graph import graph_from_structure
+from ..storage.structures import StructureData
 
 if TYPE_CHECKING:
     from ..providers.base import LLM

@@ -1,6 +1,6 @@
 """The offline reader's sentence spans of every chunk, computed at index time.
 
-The reader (:mod:`paretorag.reader`) reads the first sentences of each passage
+The reader (:mod:`paretorag.answering.reader`) reads the first sentences of each passage
 (:func:`paretorag.textutil.reading_sentences`) and their named-entity and date spans
 (:func:`paretorag.providers.sentence_spans.parse`, spaCy's entity recogniser). On long
 chunks that parse was most of a query's answer time; this structure stores, per chunk
@@ -26,7 +26,7 @@ import numpy as np
 
 from ..params import check_positive_int
 from ..providers.nlp import MODEL
-from ..structures import pack_texts
+from ..storage.structures import pack_texts
 from ..textutil import reading_sentences
 from .base import BuildContext, Builder, StructureData, cached_per_text, register_builder
 

@@ -53,8 +53,8 @@ from ..errors import ConfigError
 from ..params import check_positive_int
 from ..providers.base import Request, Task, user_prompt
 from ..providers.wrappers import complete_many
-from ..store import ChunkTable
-from ..structures import pack_texts, unpack_texts
+from ..storage.store import ChunkTable
+from ..storage.structures import pack_texts, unpack_texts
 from .base import BuildContext, Builder, StructureData, register_builder
 
 SUMMARY_PROMPT = "Summarize the following text.\n\n{text}\n\nSummary:"

@@ -1,4 +1,4 @@
-"""Writing an index directory, one module per job (orchestrated by :mod:`paretorag.index`).
+"""Writing an index directory, one module per job (orchestrated by :mod:`paretorag.indexing.writer`).
 
 - :mod:`.plan`: what to build (structures the methods need, their file names, spans to pool);
 - :mod:`.embed_cache`: the embedding cache, every text embedded at most once;

@@ -17,21 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancellableProgress, check
-from ..chunking import chunk_document
 from ..errors import MissingStructureError
 from ..graphs.base import Builder, builder_class
-from ..manifest import IndexConfig
+from ..ingest.chunking import chunk_document
 from ..progress import Progress
 from ..providers.base import LLM, Embedder, Tokenizer
 from ..providers.counting import ModelCalls, counting
 from ..providers.nlp_workers import stop_all as stop_workers
 from ..providers.notices import run_in_context
-from ..store import ChunkTable, Store
-from ..structures import StructureData, has_structure, load_structure, save_structure
+from ..storage.manifest import IndexConfig
+from ..storage.store import ChunkTable, Store
+from ..storage.structures import StructureData, has_structure, load_structure, save_structure
 from ..types import Chunk, Document
 
 if TYPE_CHECKING:
-    from ..distributed import RayCluster
+    from .distributed import RayCluster
 
 STOP_GRACE_S = 10.0  # how long an interrupted build waits for its threads to reach a step
 

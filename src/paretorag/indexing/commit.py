@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from ..cancel import pause_point
-from ..diskerrors import disk_errors
-from ..lock import collect_garbage
-from ..manifest import Manifest
-from ..store import Store
-from ..structures import has_structure
-from ..vectors import VectorIndex
+from ..storage.diskerrors import disk_errors
+from ..storage.lock import collect_garbage
+from ..storage.manifest import Manifest
+from ..storage.store import Store
+from ..storage.structures import has_structure
+from ..storage.vectors import VectorIndex
 from .plan import vector_files, vector_stem
 
 CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite too

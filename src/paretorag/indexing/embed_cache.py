@@ -20,10 +20,10 @@ from ..progress import NullProgress, Progress
 from ..providers.base import Embedder
 from ..providers.counting import record
 from ..providers.embedders import embed_with_spans
-from ..store import Store, text_hash
+from ..storage.store import Store, text_hash
 
 if TYPE_CHECKING:
-    from ..distributed import RayCluster
+    from .distributed import RayCluster
 
 EMBED_BATCH = 64
 SPAN_SUFFIX = "#span"  # cache namespace of span vectors pooled from a text's own pass
@@ -43,7 +43,7 @@ class CachedEmbedder:
     runs one batch at a time anyway). Model calls are counted per build stage
     (:mod:`paretorag.providers.counting`).
 
-    With a ``cluster`` (:class:`paretorag.distributed.RayCluster`), the batches missing
+    With a ``cluster`` (:class:`paretorag.indexing.distributed.RayCluster`), the batches missing
     from the cache are embedded by Ray tasks with the embedder ``spec`` and committed
     as they arrive.
     """

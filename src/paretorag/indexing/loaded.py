@@ -10,19 +10,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import DamagedIndexError, MissingStructureError
-from ..manifest import Manifest
 from ..providers.base import LLM, Embedder, Tokenizer
 from ..providers.question_nlp import QuestionNLP
-from ..store import ChunkTable, Store
-from ..structures import StructureData, load_structure
+from ..storage.manifest import Manifest
+from ..storage.store import ChunkTable, Store
+from ..storage.structures import StructureData, load_structure
+from ..storage.vectors import VectorIndex
 from ..types import ContextItem, FloatArray, Scored
-from ..vectors import VectorIndex
 from .embed_cache import CachedEmbedder
 from .plan import method_needing
 
 
 class LoadedIndex:
-    """The committed index as methods see it (implements :class:`paretorag.methods.IndexView`)."""
+    """The committed index as methods see it (implements :class:`paretorag.retrieval.methods.IndexView`)."""
 
     def __init__(
         self,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..graphs.base import Builder, builder_class, get_builder
-from ..manifest import IndexConfig
-from ..methods.base import available_methods, get_method
-from ..store import ChunkTable
-from ..structures import has_structure, structure_dirname
+from ..retrieval.methods.base import available_methods, get_method
+from ..storage.manifest import IndexConfig
+from ..storage.store import ChunkTable
+from ..storage.structures import has_structure, structure_dirname
 
 
 def vector_stem(fingerprint: str, titles: bool, ann: str = "exact") -> str:
@@ -65,7 +65,7 @@ def required_structures(methods: Sequence[str]) -> list[str]:
 def method_needing(structure: str, configured: Sequence[str] = ()) -> str:
     """A method whose ``index --methods`` builds ``structure``: the one named after it, else
     one the index is configured for, else the recommended one, else the one needing least."""
-    from ..methods.base import METHODS, recommended_method
+    from ..retrieval.methods.base import METHODS, recommended_method
 
     names = [n for n in available_methods() if not METHODS[n].preset]
     needing = [n for n in names if structure in required_structures([n])]

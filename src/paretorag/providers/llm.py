@@ -4,7 +4,7 @@
   are the most central sentences (LexRank); answers are the one to three sentences that
   best answer the question (embedder similarity, IDF-weighted term overlap, passage
   rank), each cited as ``[n]``.
-- ``reader`` (no model to download; :mod:`paretorag.reader`): summaries as ``extractive``;
+- ``reader`` (made by :func:`paretorag.answering.llms.make_llm`, no model to download; :mod:`paretorag.answering.reader`): summaries as ``extractive``;
   answers are short spans, options or yes/no with their evidence, or "not in the
   documents". Whatever the index's LLM, non-generative backends answer through the
   reader unless ``reader="extractive"`` is asked for.
@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -272,20 +272,20 @@ class FakeLLM:
             yield piece
 
 
-def make_llm(spec: str | None) -> Any:
-    """An LLM from a spec: ``extractive`` (default), ``reader``, ``openai:MODEL``, ``llamacpp[:GGUF_PATH]``, ``fake``."""
+def make_llm(spec: str | None, *, named: Mapping[str, Callable[[], Any]] | None = None) -> Any:
+    """An LLM from a spec: ``extractive`` (default), ``openai:MODEL``, ``llamacpp[:GGUF_PATH]``, ``fake``,
+    or one of ``named`` (the layers above add theirs: :func:`paretorag.answering.llms.make_llm`
+    adds the offline ``reader``)."""
+    named = named or {}
+    if spec is not None and spec in named:
+        return named[spec]()
     if spec is None or spec == "extractive":
         return ExtractiveLLM()
-    if spec == "reader":
-        from ..reader.core import ReaderLLM
-
-        return ReaderLLM()
     if spec.startswith("openai:"):
         return OpenAILLM(spec.partition(":")[2])
     if spec == "llamacpp" or spec.startswith("llamacpp:"):
         return LlamaCppLLM(spec.partition(":")[2] or None)
     if spec == "fake":
         return FakeLLM()
-    raise ConfigError(
-        f"unknown LLM {spec!r}; use extractive, reader, openai:MODEL, llamacpp[:GGUF_PATH] or fake"
-    )
+    choices = ", ".join(["extractive", *named, "openai:MODEL", "llamacpp[:GGUF_PATH]"])
+    raise ConfigError(f"unknown LLM {spec!r}; use {choices} or fake")

@@ -229,11 +229,11 @@ def import_spacy() -> Any:
     thinc, spaCy's layer library, imports torch when it is installed (about a second)
     though ``en_core_web_sm`` runs on thinc's numpy ops only; a query that loads spaCy to
     read its passages would pay for torch without using it. So while this thread imports
-    spaCy, its ``import torch`` fails (:func:`paretorag.imports.import_without`: other
+    spaCy, its ``import torch`` fails (:func:`paretorag.providers.imports.import_without`: other
     threads, which may be importing scipy or torch meanwhile, see nothing), except when
     ``$PARETORAG_EMBEDDER_BACKEND=torch``.
     """
-    from ..imports import import_without
+    from .imports import import_without
     from .onnx_embedder import BACKEND_ENV
 
     torch_here = os.environ.get(BACKEND_ENV, "").strip().lower() == "torch"

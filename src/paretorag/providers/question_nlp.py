@@ -1,7 +1,7 @@
 """The spaCy readings of a question that retrieval operators ask for, through the index view.
 
 Operators never import spaCy or its pipelines: they call ``index.nlp`` (an
-:class:`~paretorag.query.IndexView` attribute), so a view decides how questions are
+:class:`~paretorag.retrieval.query.IndexView` attribute), so a view decides how questions are
 parsed and a test view can answer without a model. Each pipeline is loaded once per
 process, at the first question that needs it.
 
@@ -38,7 +38,7 @@ def parser(model: str = MODEL) -> Language:
     """spaCy with tagger, parser and NER (noun chunks need the parser), loaded once per process.
 
     The offline reader runs the same pipeline with its entity recogniser alone
-    (:func:`paretorag.reader.spans.pipeline`), so a query loads the model once.
+    (:func:`paretorag.answering.reader.spans.pipeline`), so a query loads the model once.
     """
     with _LOCK:
         nlp = _NLP.get(model)

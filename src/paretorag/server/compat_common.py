@@ -17,8 +17,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ParetoragError
-from ..manifest import FILENAME
-from ..methods.base import METHODS, available_methods
+from ..retrieval.methods.base import METHODS, available_methods
+from ..storage.manifest import FILENAME
 from ..types import Answer, Usage
 from .auth import KeyRing, key_from_headers
 from .compat_condense import condense

@@ -1,6 +1,6 @@
 """The graph over HTTP: ``GET /graph/structures``, ``/graph/entities``, ``/graph/relations``
 and ``/graph/neighborhood`` (the subgraph around a question's passages, or one entity),
-read with the server's shared reader and its API keys (:mod:`paretorag.explore`).
+read with the server's shared reader and its API keys (:mod:`paretorag.explore.browse`).
 
 ``create_app`` includes :func:`graph_router`; the page's graph view reads these routes.
 """
@@ -17,7 +17,7 @@ from ..errors import ConfigError, MissingStructureError
 from .errors import APIError
 
 if TYPE_CHECKING:
-    from ..explore import GraphRef
+    from ..explore.browse import GraphRef
     from ..rag import RAG
     from .service import Service
 
@@ -40,7 +40,7 @@ def graph_router(
 
     @contextmanager
     def opened(structure: str | None) -> Iterator[tuple[RAG, GraphRef]]:
-        from ..explore import open_graph
+        from ..explore.browse import open_graph
 
         with service.pool.reader() as rag:
             try:
@@ -58,7 +58,7 @@ def graph_router(
     @router.get("/structures")
     def structures() -> dict[str, Any]:
         """The built structures that hold a node graph, the default first, with their counts."""
-        from ..explore import graph_structures
+        from ..explore.browse import graph_structures
 
         with service.pool.reader() as rag:
             view = rag.view
@@ -77,7 +77,7 @@ def graph_router(
     ) -> dict[str, Any]:
         """Entities (nodes) with their kind, degree and passage count, best match first
         (every node by passages and degree without `q`)."""
-        from ..explore import entities as listing
+        from ..explore.browse import entities as listing
 
         check_limit(limit)
         with opened(structure) as (_, ref):
@@ -90,7 +90,7 @@ def graph_router(
         structure: str | None = StructureQuery,
     ) -> dict[str, Any]:
         """Relations (edges) by weight: KG triples with their relation, or co-occurrence pairs."""
-        from ..explore import relations as listing
+        from ..explore.browse import relations as listing
 
         check_limit(limit)
         with opened(structure) as (_, ref):
@@ -113,8 +113,8 @@ def graph_router(
         with `chunk_id`, `sentence`, its `start` / `end` in the passage's text and `highlights`,
         the name's `[from, to]` offsets in `sentence`), `edges` among them, and `passages`
         (chunk id -> title, text, retrieved, score)."""
-        from ..explore import entity_neighborhood, find_entity, question_neighborhood
-        from ..methods.base import available_methods
+        from ..explore.browse import entity_neighborhood, find_entity, question_neighborhood
+        from ..retrieval.methods.base import available_methods
 
         if (question is None) == (entity is None):
             raise APIError(400, "give exactly one of question and entity", field="question")

@@ -8,7 +8,7 @@ lock for each job, so another server or a CLI ``insert`` on the same index waits
 (and the job waits for them, saying whom it waits for). A job waiting on a model server
 (rate limited, or failing and retried) says so too.
 
-Jobs are durable (:mod:`paretorag.jobtable`): stored with their input when accepted,
+Jobs are durable (:mod:`paretorag.storage.jobs`): stored with their input when accepted,
 marked running and finished as they go, resumed by the next server after a crash, and
 answered from the table after a restart for the retention period.
 """
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ParetoragError
-from ..jobtable import JobRecord, JobTable
 from ..progress import ProgressTask
 from ..providers.notices import listening
 from ..rag import RAG
+from ..storage.jobs import JobRecord, JobTable
 
 MAX_JOBS_KEPT = 1000  # in memory; older finished jobs are answered from the jobs table
 log = logging.getLogger("paretorag.server")

@@ -1,6 +1,6 @@
 """MCP over streamable HTTP at ``/mcp`` of ``paretorag serve``, behind the server's API keys.
 
-The tools are those of :mod:`paretorag.mcp_server`, reading through the server's shared
+The tools are those of :mod:`paretorag.server.mcp_stdio`, reading through the server's shared
 RAG (its ``--readers`` slots bound them as they bound ``POST /query``). The SDK's session
 manager needs a running task group: :meth:`MCPEndpoint.running` is entered by the app's
 lifespan, and a fresh manager is made for every start (a manager runs only once, and a
@@ -100,7 +100,7 @@ class MCPEndpoint:
 
 def mcp_endpoint(service: Service, ring: KeyRing) -> MCPEndpoint | None:
     """The endpoint over ``service``'s shared RAG, or None (logged) when ``mcp`` is not installed."""
-    from ..mcp_server import build_server
+    from .mcp_stdio import build_server
 
     @contextmanager
     def reader() -> Iterator[RAG]:

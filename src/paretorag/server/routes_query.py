@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 
-from ..context import pack
-from ..methods.base import available_methods
+from ..answering.context import pack
+from ..retrieval.methods.base import available_methods
 from ..types import Budget
 from .errors import APIError, error_body
 from .schemas import ERRORS, QueryBody

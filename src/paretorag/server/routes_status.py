@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import PlainTextResponse, Response
 
-from ..manifest import Manifest
+from ..storage.manifest import Manifest
 from .schemas import ERRORS
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
     def methods(_: str = Depends(can_read)) -> dict[str, Any]:
         """Every registered method, whether this index has its structures (`available`), the
         recommended one, and the `default` (what POST /query uses without a method)."""
-        from .. import catalog
+        from ..retrieval import catalog
 
         with service.pool.reader() as rag:
             rag.view  # noqa: B018  (follows the latest commit)

@@ -8,7 +8,7 @@ see a half-written index. Writes go to the
 :class:`~paretorag.server.jobs.Writer`, whose RAG has its own embedder, so embedding a
 large insert does not hold up the queries' embedding.
 
-Writes are durable jobs (:mod:`paretorag.jobtable`): a Service opened on an index whose
+Writes are durable jobs (:mod:`paretorag.storage.jobs`): a Service opened on an index whose
 last server stopped with jobs queued or running resumes them, in order, before any new
 one (:attr:`Service.resumed` says which, as the start-up log does).
 """
@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..answering.llms import make_llm
 from ..errors import ConfigError, IndexFormatError
-from ..jobtable import DEFAULT_RETENTION_S, UPLOADS, JobTable
-from ..manifest import FILENAME, Manifest
 from ..providers.base import LLM, Embedder
 from ..providers.embedder_spec import make_embedder
-from ..providers.llm import make_llm
 from ..rag import RAG
-from ..store import Store
+from ..storage.jobs import DEFAULT_RETENTION_S, UPLOADS, JobTable
+from ..storage.manifest import FILENAME, Manifest
+from ..storage.store import Store
 from ..types import MAX_K, Answer, Document
 from .errors import APIError, ServerStopping
 from .jobs import Job, Writer, new_job_id
@@ -290,7 +290,7 @@ class Service:
 def records_to_documents(payload: Any) -> list[Document]:
     """``{title, text}``, a list of them, or ``{"documents": [...]}`` -> documents (kept as
     given, one chunk each, as the records of a ``.json`` file)."""
-    from ..ingest import make_document
+    from ..ingest.files import make_document
 
     records = payload.get("documents") if isinstance(payload, dict) and "documents" in payload else payload
     if isinstance(records, dict):
@@ -319,7 +319,7 @@ SAVED_NAME_BYTES = 120
 def check_upload_name(name: str, index: int) -> str:
     """A safe file name for an upload (no directories), with a supported extension: the name
     its document shows (see :func:`saved_name` for the one it is saved under)."""
-    from ..ingest import SUPPORTED
+    from ..ingest.files import SUPPORTED
 
     base = Path(name.replace("\\", "/")).name.strip()
     if not base or base.startswith("."):

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ParetoragError
-from ..ingest import Problem, doc_id_for, read_paths
-from ..jobtable import MAX_ATTEMPTS, UPLOADS, JobRecord, JobTable, committed_doc_ids
+from ..ingest.files import Problem, doc_id_for, read_paths
 from ..rag import RAG
+from ..storage.jobs import MAX_ATTEMPTS, UPLOADS, JobRecord, JobTable, committed_doc_ids
 from ..types import Document
 from .jobs import JobProgress, Work, Writer
 

@@ -2,7 +2,7 @@
 
 For each training question, the ``fusion`` method's first two steps (dense top 50, the
 entity walk's top 30) and the BM25 top 30 give the candidates
-(:func:`paretorag.operators.fusion.gather`); a candidate is relevant when its document is
+(:func:`paretorag.retrieval.operators.fusion.gather`); a candidate is relevant when its document is
 one of the question's gold passages. The training sets are the train splits in
 ``shared/data`` and nothing else (the reader's: :data:`paretorag.training.reader.TRAIN_SETS`):
 ``musique_train``, ``hotpotqa_train``, the 2Wiki question set (disjoint from its dev file)
@@ -36,13 +36,13 @@ from ..errors import ConfigError
 from ..eval.loaders import load_dataset
 from ..eval.runner import index_dir_for
 from ..lgbm import lightgbm, sha256_text
-from ..methods.fusion import Fusion
-from ..methods.pipeline import Pipeline
-from ..operators.fusion import FIRST_HOP, SECOND_HOP, Candidates, gather, second_hop
 from ..progress import NullProgress, Progress
-from ..query import State
 from ..rag import RAG
-from ..ranking import FIRST_FILE, META_FILE, SECOND_FILE
+from ..retrieval.methods.fusion import Fusion
+from ..retrieval.methods.pipeline import Pipeline
+from ..retrieval.operators.fusion import FIRST_HOP, SECOND_HOP, Candidates, gather, second_hop
+from ..retrieval.query import State
+from ..retrieval.ranking import FIRST_FILE, META_FILE, SECOND_FILE
 from .reader import TRAIN_SETS
 
 PARAMS: dict[str, Any] = {

@@ -31,6 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from ..answering.reader.candidates import FEATURES, admitted, features, gather, read_passages
+from ..answering.reader.core import passages_of
+from ..answering.reader.question import analyze
+from ..answering.reader.ranker import META_FILE, MODEL_FILE
+from ..answering.reader.spans import question_entities
 from ..errors import ConfigError
 from ..eval import metrics as M
 from ..eval.loaders import load_dataset
@@ -38,11 +43,6 @@ from ..eval.runner import index_dir_for
 from ..eval.schema import Question
 from ..progress import NullProgress, Progress
 from ..rag import RAG
-from ..reader.candidates import FEATURES, admitted, features, gather, read_passages
-from ..reader.core import passages_of
-from ..reader.question import analyze
-from ..reader.ranker import META_FILE, MODEL_FILE
-from ..reader.spans import question_entities
 
 TRAIN_SETS: tuple[tuple[str, int, int | None], ...] = (
     ("musique_train", 0, None),

@@ -28,7 +28,7 @@ Steps (:func:`train_router`):
    graph or fused (Eq. 8, computed offline from both retrieved lists with weights
    ``1 - s(q)`` and ``s(q)``) ``label_metric``; latency is the method's mean retrieval
    time, both for fusion. ``tau_single`` (routing without fusion) is tuned the same way.
-7. **Write** the router folder (:class:`paretorag.router.model.Router`).
+7. **Write** the router folder (:class:`paretorag.retrieval.router.model.Router`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..router.features import FEATURE_NAMES, Featurizer
-from ..router.model import Router, route_for
+from ..retrieval.router.features import FEATURE_NAMES, Featurizer
+from ..retrieval.router.model import Router, route_for
 from .router_cases import (
     Case,
     SubsetSpec,

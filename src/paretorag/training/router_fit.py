@@ -2,7 +2,7 @@
 
 BCE-with-logits with label smoothing, AdamW, cosine annealing, early stopping on a
 validation loss, seeded (:func:`fit`). The module mirrors the numpy forward pass of
-:class:`paretorag.router.adapter.Adapter` weight for weight (:func:`torch_logits` is the
+:class:`paretorag.retrieval.router.adapter.Adapter` weight for weight (:func:`torch_logits` is the
 reference the tests compare it with); query time loads the saved weights without torch.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..router.adapter import HIDDEN, Adapter
+from ..retrieval.router.adapter import HIDDEN, Adapter
 
 
 @dataclass(frozen=True)

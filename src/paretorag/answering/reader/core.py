@@ -1,0 +1,343 @@
+"""The offline reader: a short answer with its evidence, or "not in the documents".
+
+Stages (each its own module):
+
+1. question analysis (:mod:`~paretorag.answering.reader.question`): wh-type, expected answer
+   type, named options, the question's entities and relation terms;
+2. candidates from the numbered passages (:mod:`~paretorag.answering.reader.candidates`): named
+   entities, dates, numbers, titles, copular complements, with their sentences;
+3. features per candidate and a learned ranker over them (:mod:`~paretorag.answering.reader.ranker`,
+   LightGBM trained on the train splits only by ``paretorag train-reader``);
+4. comparisons and yes/no read attributes of each named option from its own passage
+   (:mod:`~paretorag.answering.reader.compare`); compositional questions ("where did X's father
+   die?") follow their chain from passage to passage (:mod:`~paretorag.answering.reader.chain`);
+5. abstention: the top candidate's probability is the confidence; below the threshold
+   chosen on the training questions the reader says the documents do not contain the
+   answer and shows the best evidence sentences instead.
+
+"Why" and open "how" questions have no short span: their answer is the evidence
+sentence that best matches the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...providers.base import Completion, Embedder, Request
+from ...providers.extractive import ExtractiveLLM, content_terms
+from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
+from .chain import chain
+from .compare import Verdict, choose, yes_no
+from .question import QuestionInfo, analyze, known_entities
+from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
+from .spans import question_entities
+from .stored import StoredSpans
+
+NOT_FOUND = "The documents do not contain an answer to this question."
+_WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
+SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
+CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A sentence that supports the answer and the number ``[n]`` of its passage."""
+
+    sentence: str
+    n: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sentence": self.sentence, "passage": self.n}
+
+
+@dataclass(frozen=True)
+class ReaderResult:
+    """What the reader makes of a question and its passages.
+
+    ``answer`` is the short answer ("" when not found); ``evidence`` the supporting
+    sentences (or, when not found, the closest ones); ``confidence`` in [0, 1];
+    ``kind`` is ``span``, ``chain``, ``choice``, ``yesno`` or ``sentence``.
+    """
+
+    answer: str
+    evidence: tuple[Evidence, ...]
+    confidence: float
+    found: bool
+    kind: str
+    expected: str = ""
+    trace: dict[str, Any] = field(default_factory=dict)
+    added: tuple[
+        Passage, ...
+    ] = ()  # passages fetched by title for a comparison, numbered after the given ones
+
+    @property
+    def text(self) -> str:
+        """The answer as a user reads it: the short answer first, then the cited sentences."""
+        lines = [f"{e.sentence} [{e.n}]" for e in self.evidence]
+        if not self.found:
+            head = NOT_FOUND
+            return head + ("\nClosest evidence:\n" + "\n".join(lines) if lines else "")
+        if self.kind == "sentence":
+            return "\n".join(lines)
+        cites = "".join(f"[{n}]" for n in dict.fromkeys(e.n for e in self.evidence))
+        return f"{self.answer} {cites}".rstrip() + ("\n\n" + "\n".join(lines) if lines else "")
+
+
+class Reader:
+    """Reads numbered passages and answers with a short span, an option, yes/no, or abstains.
+
+    Parameters
+    ----------
+    embedder : Embedder, optional
+        Scores sentence similarity to the question (an index binds its own).
+    model : path, optional
+        Folder of a trained model (``ranker.txt`` + ``reader.json``); default: the shipped one.
+    threshold : float, optional
+        Confidence below which the reader abstains; default: the model's own (chosen on
+        the training questions).
+    evidence_sentences : int
+        Supporting sentences shown with an answer (at most).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        model: Path | str | None = None,
+        threshold: float | None = None,
+        evidence_sentences: int = 2,
+    ) -> None:
+        self.embedder = embedder
+        self.model = model
+        self._threshold = threshold
+        self.evidence_sentences = evidence_sentences
+        self._ranker: Ranker | None = None
+        self._meta: dict[str, Any] | None = None
+
+    @property
+    def ranker(self) -> Ranker:
+        if self._ranker is None:
+            self._ranker = load(self.model)
+        return self._ranker
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The model's ``reader.json`` (read without loading the model)."""
+        if self._ranker is not None:
+            return self._ranker.meta
+        if self._meta is None:
+            self._meta = read_meta(self.model)
+        return self._meta
+
+    @property
+    def threshold(self) -> float:
+        if self._threshold is not None:
+            return self._threshold
+        return float(self.meta.get("threshold", DEFAULT_THRESHOLD))
+
+    def analyze(self, question: str, stored: StoredSpans | None = None) -> QuestionInfo:
+        """The question's analysis. Its entities come from ``stored``'s names (the corpus's
+        entities, found at index time by the same recogniser) when they cover every
+        capitalized word of the question (:func:`~paretorag.answering.reader.question.known_entities`),
+        so such a question loads no spaCy; otherwise the question is parsed."""
+        entities = known_entities(question, stored.names()) if stored is not None else None
+        return analyze(question, question_entities(question) if entities is None else entities)
+
+    def read(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        lookup: Callable[[str], Passage | None] | None = None,
+        stored: StoredSpans | None = None,
+    ) -> ReaderResult:
+        """Answer ``question`` from ``passages`` (best first, numbered ``[n]``).
+
+        ``lookup`` finds a passage by its title in the index: comparisons use it for an
+        option or a bridge entity (a film's director) missing from ``passages``; the
+        passages it adds are in :attr:`ReaderResult.added`. ``stored``: the index's
+        sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
+        so that passages which are whole chunks are not split and parsed again.
+        """
+        info = self.analyze(question, stored)
+        # only why / how / what-happens questions read the sentences' similarity to the question:
+        # a whole sentence answers them
+        sentence = info.wh in ("why", "how") or bool(_WHAT_HAPPENS.match(question))
+        embedder = self.embedder if sentence else None
+        reading = read_passages(info, passages, embedder, lookup=lookup, stored=stored)
+        if not reading.sentences or not info.terms:
+            return ReaderResult("", (), 0.0, False, "span", info.expected)
+        order = np.argsort(-reading.relevance, kind="stable")
+        if info.expected in ("choice", "yesno"):
+            n_given = len(reading.passages)
+            v = choose(info, reading) if info.expected == "choice" else yes_no(info, reading)
+            return self._verdict(v, info, reading, order, n_given, info.expected)
+        if sentence:
+            # a Markdown heading ("# Operations: crashes ...") is like the question, but says nothing
+            prose = [int(i) for i in order if not reading.sentences[int(i)].lstrip().startswith("#")]
+            best = prose[0] if prose else int(order[0])
+            # the sentence's similarity to the question (its term coverage without an embedder)
+            sim = reading.dense[best] if self.embedder is not None else reading.terms[best]
+            conf = float(np.clip(sim, 0.0, 1.0))
+            ev = self._evidence(
+                [best, *(int(i) for i in order if int(i) != best)],
+                reading,
+                1 if conf >= SENTENCE_MIN else self.evidence_sentences,
+            )
+            return ReaderResult(
+                reading.sentences[best] if conf >= SENTENCE_MIN else "",
+                ev,
+                conf,
+                conf >= SENTENCE_MIN,
+                "sentence",
+                info.expected,
+            )
+        n_given = len(reading.passages)
+        followed = chain(info, reading)
+        if followed is not None:
+            return self._verdict(followed, info, reading, order, n_given, "chain")
+        cands = admitted(info.expected, gather(reading))
+        if not cands:
+            return ReaderResult("", self._evidence(order, reading, 2), 0.0, False, "span", info.expected)
+        probs = self.ranker.predict(features(info, reading, cands))
+        top = int(np.argmax(probs))
+        cand = cands[top]
+        conf = float(probs[top])
+        occ = reading.best_occurrence(cand)
+        found = conf >= self.threshold
+        first = [occ.sentence] if found else []
+        ev = self._evidence([*first, *order], reading, self.evidence_sentences)
+        return ReaderResult(
+            cand.text if found else "",
+            ev,
+            conf,
+            found,
+            "span",
+            info.expected,
+            {"candidate": cand.text, "kind": cand.kind, "candidates": len(cands)},
+        )
+
+    def _verdict(
+        self, v: Verdict, info: QuestionInfo, reading: Reading, order: np.ndarray, n_given: int, kind: str
+    ) -> ReaderResult:
+        answer, confidence, sentences, how = v.answer, v.confidence, v.sentences, v.how
+        found = confidence >= CHOICE_MIN
+        ev = self._evidence([*sentences, *order], reading, max(self.evidence_sentences, len(sentences)))
+        added = tuple(reading.passages[n_given:])
+        used = {e.n for e in ev}
+        return ReaderResult(
+            answer if found else "",
+            ev,
+            confidence,
+            found,
+            kind,
+            info.expected,
+            {"compared": how},
+            tuple(p for p in added if p.n in used),
+        )
+
+    def _evidence(self, order: Any, reading: Reading, n: int) -> tuple[Evidence, ...]:
+        out: list[Evidence] = []
+        seen: set[str] = set()
+        for si in order:
+            si = int(si)
+            s = reading.sentences[si]
+            k = " ".join(s.lower().split())
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(Evidence(s, reading.passages[int(reading.sent_passage[si])].n))
+            if len(out) >= n:
+                break
+        return tuple(out)
+
+
+class ReaderLLM(ExtractiveLLM):
+    """The ``reader`` backend: summaries as ``extractive``, answers by the :class:`Reader`.
+
+    Through the LLM protocol (``complete``) the answer is the reader's text: the short
+    answer, then the cited evidence sentences. :meth:`read` gives the structured result.
+    """
+
+    name = "reader"
+    reader_version = 1
+
+    def __init__(
+        self, *, model: Path | str | None = None, threshold: float | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.reader = Reader(self.embedder, model=model, threshold=threshold)
+
+    def bind(self, embedder: Embedder, tokenizer: Any) -> None:
+        super().bind(embedder, tokenizer)
+        if self.reader.embedder is None:
+            self.reader.embedder = embedder
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        ident = dict(super().identity)
+        ident.update(
+            backend="reader",
+            reader_version=self.reader_version,
+            model=self.reader.meta.get("sha256", ""),
+            threshold=self.reader.threshold,
+        )
+        return ident
+
+    def read(self, question: str, passages: Sequence[Passage]) -> ReaderResult:
+        return self.reader.read(question, passages)
+
+    def complete(self, request: Request) -> Completion:
+        task = request.task
+        if task.kind != "answer":
+            return super().complete(request)
+        if not content_terms(task.question):
+            return Completion(NOT_FOUND)
+        passages = [Passage(n, "", t, 0.0) for n, t in enumerate(task.texts, start=1)]
+        return Completion(self.reader.read(task.question, passages).text)
+
+
+def title_lookup(view: Any) -> Callable[[str], Passage | None]:
+    """Find a passage of an index view by its title (the first chunk of that document)."""
+
+    def build() -> dict[str, int]:
+        rows: dict[str, int] = {}
+        short: dict[str, list[int]] = {}
+        for row, title in enumerate(view.chunks.titles):
+            k = key(title)
+            if k and k not in rows:
+                rows[k] = row
+            # "Thomas Stanley, 1st Earl of Derby", "Mary Eaton (actress)": found by the name alone
+            head = key(re.split(r"\s*[,(]", title, maxsplit=1)[0])
+            if head and head != k:
+                short.setdefault(head, []).append(row)
+        for head, found in short.items():
+            if head not in rows and len({view.chunks.doc_ids[r] for r in found}) == 1:
+                rows[head] = found[0]
+        return rows
+
+    rows: dict[str, int] = view.cached("reader.titles", build)
+
+    def lookup(name: str) -> Passage | None:
+        row = rows.get(key(name))
+        if row is None:
+            return None
+        return Passage(0, view.chunks.titles[row], view.chunks.texts[row], 0.0, row)
+
+    return lookup
+
+
+def passages_of(items: Sequence[Any]) -> list[Passage]:
+    """Numbered reader passages from context items (``title``, ``text``, ``score``)."""
+    return [
+        Passage(n, str(it.title or ""), str(it.text), float(it.score), int(getattr(it, "row", -1)))
+        for n, it in enumerate(items, start=1)
+    ]
+
+
+__all__ = ["NOT_FOUND", "Evidence", "Reader", "ReaderLLM", "ReaderResult", "passages_of", "title_lookup"]

@@ -1,0 +1,134 @@
+"""The retrieval ranker of ``chunk.learned_fusion``: two LightGBM lambdarank models and ``ranker.json``.
+
+``first.txt`` orders the candidates by their first-hop features, ``second.txt`` by those
+and the second-hop features relative to the first stage's best passages
+(:mod:`paretorag.retrieval.operators.fusion`). ``ranker.json`` holds both feature lists, the
+training sets and their sizes, the parameters and each model's sha256. ``paretorag
+train-ranker`` writes the three files (:mod:`paretorag.training.ranker`); the shipped ones
+live in ``paretorag/data/ranker/``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigError
+from ..lgbm import load_booster, predict, read_json
+
+FIRST_FILE = "first.txt"
+SECOND_FILE = "second.txt"
+META_FILE = "ranker.json"
+RETRAIN = "paretorag train-ranker --data ../shared/data --out DIR"
+PURPOSE = "the learned retrieval ranker (method 'fusion')"
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, FusionRanker] = {}
+
+
+def shipped_dir() -> Path:
+    """The folder of the shipped models (``paretorag/data/ranker``)."""
+    return Path(str(resources.files("paretorag") / "data" / "ranker"))
+
+
+# the features the shipped models were trained on, in order (computed by operators.fusion)
+FIRST_HOP = (
+    "dense_score",
+    "dense_margin",
+    "dense_rank",
+    "bm25_relative",
+    "bm25_score",
+    "bm25_rank",
+    "walk_relative",
+    "walk_rank",
+    "title_in_question",
+    "title_overlap",
+    "title_in_dense_top5",
+    "sim_dense_top3_max",
+    "sim_dense_top1",
+    "sim_question_plus_top1",
+    "shared_idf_top3_max",
+    "shared_idf_top3_sum",
+    "question_coverage",
+    "length_words",
+)
+BRIDGE = 3  # first-stage passages that seed the second hop
+SECOND_HOP = (
+    *(f"bridge{j}_mentions_title" for j in range(1, BRIDGE + 1)),
+    *(f"bridge{j}_shared_idf" for j in range(1, BRIDGE + 1)),
+    *(f"bridge{j}_similarity" for j in range(1, BRIDGE + 1)),
+    "mentions_bridge_titles",
+    "first_stage_score",
+    "first_stage_margin",
+    "first_stage_rank",
+    "title_in_bridge",
+    *(f"residual{j}_similarity" for j in range(1, BRIDGE + 1)),
+    "residual12_similarity",
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage's booster."""
+
+    booster: Any
+
+    def predict(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+        return predict(self.booster, x)
+
+
+@dataclass(frozen=True)
+class FusionRanker:
+    """Both stages and their metadata."""
+
+    first: Stage
+    second: Stage
+    meta: dict[str, Any]
+    path: Path
+
+
+def read_meta(folder: Path | str | None = None) -> dict[str, Any]:
+    """``ranker.json`` of the models in ``folder`` (default: the shipped ones), checked against
+    the features this version computes; the models are not loaded."""
+    path = Path(folder) if folder is not None else shipped_dir()
+    meta = read_json(path / META_FILE, RETRAIN)
+    if meta.get("first_features") != list(FIRST_HOP) or meta.get("second_features") != [
+        *FIRST_HOP,
+        *SECOND_HOP,
+    ]:
+        raise ConfigError(
+            f"{path}: the ranker was trained on other features than this version computes; run `{RETRAIN}` again"
+        )
+    return meta
+
+
+def load(folder: Path | str | None = None) -> FusionRanker:
+    """The ranker in ``folder`` (default: the shipped one), loaded once per process."""
+    path = Path(folder) if folder is not None else shipped_dir()
+    with _LOCK:
+        hit = _LOADED.get(str(path))
+        if hit is not None:
+            return hit
+        meta = read_meta(path)
+        first = load_booster(path / FIRST_FILE, meta.get("first_sha256"), PURPOSE, RETRAIN)
+        second = load_booster(path / SECOND_FILE, meta.get("second_sha256"), PURPOSE, RETRAIN)
+        ranker = _LOADED[str(path)] = FusionRanker(Stage(first), Stage(second), meta, path)
+        return ranker
+
+
+__all__ = [
+    "FIRST_FILE",
+    "META_FILE",
+    "SECOND_FILE",
+    "FusionRanker",
+    "Stage",
+    "load",
+    "read_meta",
+    "shipped_dir",
+]

@@ -1,0 +1,481 @@
+"""The on-disk index: SQLite (WAL) for documents, chunks, caches and stage status.
+
+Vectors live beside it as ``.npy`` plus a faiss index (:mod:`paretorag.storage.vectors`);
+built structures as ``structures/<name>/`` (:mod:`paretorag.storage.structures`).
+
+One module (over 400 lines) because every table shares one SQLite connection, its lock
+and its error translation; each method is one statement or transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
+
+from ..errors import DamagedIndexError, IndexFormatError
+from ..types import Chunk, Document, IntArray
+from .diskerrors import database_error, sqlite_errors
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT UNIQUE NOT NULL,
+    title TEXT NOT NULL,
+    source TEXT NOT NULL,
+    text TEXT NOT NULL,
+    presplit INTEGER NOT NULL,
+    n_chars INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0,
+    doc_key TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    n_tokens INTEGER NOT NULL,
+    text_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, ord);
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+);
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    response TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kv (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def text_hash(text: str) -> str:
+    """Stable content hash (sha256 hex) of a text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """All chunks of an index in canonical order (documents by insertion, then chunk order).
+
+    Row ``i`` of every chunk-level array (vectors, graphs) refers to ``ids[i]``.
+    """
+
+    ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    titles: tuple[str, ...]
+    texts: tuple[str, ...]
+    orders: IntArray
+    starts: IntArray
+    ends: IntArray
+    n_tokens: IntArray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def chunk(self, row: int) -> Chunk:
+        return Chunk(
+            chunk_id=self.ids[row],
+            doc_id=self.doc_ids[row],
+            order=int(self.orders[row]),
+            start=int(self.starts[row]),
+            end=int(self.ends[row]),
+            text=self.texts[row],
+            n_tokens=int(self.n_tokens[row]),
+            title=self.titles[row],
+        )
+
+    def embedded_texts(self, titles: bool = True) -> list[str]:
+        """The texts whose vectors are the chunk vectors.
+
+        With ``titles``, a chunk that is its whole document (a ``{title, text}`` passage) is
+        embedded as ``"title\ntext"``, as HippoRAG and most dense retrievers embed passages.
+        Chunks of longer documents are embedded as text only: they all share the title, which
+        then blurs the chunks of one page together (answer-in-context@5 on nq_leval fell from
+        88.1 to 81.0 with titles on every chunk; passage sets gained 0.6-2.9 R@5).
+        """
+        if not titles:
+            return list(self.texts)
+        per_doc: dict[str, int] = {}
+        for d in self.doc_ids:
+            per_doc[d] = per_doc.get(d, 0) + 1
+        return [
+            f"{t}\n{x}" if t.strip() and per_doc[d] == 1 else x
+            for d, t, x in zip(self.doc_ids, self.titles, self.texts, strict=True)
+        ]
+
+    def fingerprint(self) -> str:
+        """Hash of the chunk ids in order: structures built for it are valid iff it matches."""
+        h = hashlib.sha256()
+        for cid in self.ids:
+            h.update(cid.encode())
+            h.update(b"\n")
+        return h.hexdigest()
+
+    @classmethod
+    def from_chunks(cls, chunks: Sequence[Chunk]) -> ChunkTable:
+        return cls(
+            ids=tuple(c.chunk_id for c in chunks),
+            doc_ids=tuple(c.doc_id for c in chunks),
+            titles=tuple(c.title for c in chunks),
+            texts=tuple(c.text for c in chunks),
+            orders=np.array([c.order for c in chunks], dtype=np.int64),
+            starts=np.array([c.start for c in chunks], dtype=np.int64),
+            ends=np.array([c.end for c in chunks], dtype=np.int64),
+            n_tokens=np.array([c.n_tokens for c in chunks], dtype=np.int64),
+        )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """Report SQLite's disk-full, read-only and damaged-file errors as paretorag errors."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with sqlite_errors(self.path):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Store:
+    """SQLite database of one index directory (WAL mode; every write in a transaction)."""
+
+    FILENAME = "index.sqlite"
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / self.FILENAME
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(SCHEMA)
+            self._add_key_column()
+        except sqlite3.Error as exc:
+            mapped = database_error(exc, self.path)
+            if mapped is not None:
+                raise mapped from exc
+            raise IndexFormatError(
+                f"{self.path} is not a readable paretorag database ({exc}); restore it from a backup "
+                "or index the sources again into a new --index directory"
+            ) from exc
+        self._lock = threading.RLock()
+
+    def _add_key_column(self) -> None:
+        """Give a database made before document keys its ``doc_key`` column (NULL: matched by source).
+
+        A read-only database is left as it is: only writers use the column.
+        """
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+        if "doc_key" not in cols:
+            try:
+                self._conn.execute("ALTER TABLE documents ADD COLUMN doc_key TEXT")
+            except sqlite3.OperationalError:  # read-only, or another process added it first
+                cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+                if "doc_key" not in cols:
+                    return
+        self._conn.execute("CREATE INDEX IF NOT EXISTS documents_key ON documents(doc_key)")
+
+    @_guarded
+    def integrity(self) -> list[str]:
+        """SQLite's own consistency check: empty if the database is sound."""
+        with self._lock:
+            rows = [str(r[0]) for r in self._conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else [f"{self.path}: {r}" for r in rows[:10]]
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: committed on success, rolled back on any error."""
+        with self._lock, sqlite_errors(self.path):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- documents and chunks -------------------------------------------------
+    @_guarded
+    def has_document(self, doc_id: str) -> bool:
+        """True if the document is stored and not marked deleted."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM documents WHERE doc_id=? AND deleted=0", (doc_id,)
+            ).fetchone()
+        return row is not None
+
+    def add_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
+        """Store a document and its chunks atomically (a no-op if already stored)."""
+        with self.transaction() as c:
+            self._insert(c, doc, chunks)
+
+    def replace_documents(
+        self, old_ids: Iterable[str], new: Sequence[tuple[Document, Sequence[Chunk]]]
+    ) -> None:
+        """Mark ``old_ids`` deleted and store ``new`` in one transaction: the new version of an
+        edited file. A kill inside leaves the old version; after it, the committed index keeps
+        serving the old version until the next commit, which serves only the new one."""
+        from ..cancel import pause_point
+
+        with self.transaction() as c:
+            c.executemany("UPDATE documents SET deleted=1 WHERE doc_id=?", [(d,) for d in old_ids])
+            pause_point("mid-replace")  # the old version marked, the new one not stored yet
+            for doc, chunks in new:
+                self._insert(c, doc, chunks)
+
+    @staticmethod
+    def _insert(c: sqlite3.Connection, doc: Document, chunks: Sequence[Chunk]) -> None:
+        if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc.doc_id,)).fetchone():
+            c.execute("UPDATE documents SET deleted=0 WHERE doc_id=?", (doc.doc_id,))
+            if doc.key:  # a document stored before keys existed takes its file's key
+                c.execute(
+                    "UPDATE documents SET doc_key=? WHERE doc_id=? AND doc_key IS NULL", (doc.key, doc.doc_id)
+                )
+            return
+        c.execute(
+            "INSERT INTO documents(doc_id,title,source,text,presplit,n_chars,doc_key) VALUES (?,?,?,?,?,?,?)",
+            (doc.doc_id, doc.title, doc.source, doc.text, int(doc.presplit), len(doc.text), doc.key or None),
+        )
+        c.executemany(
+            "INSERT INTO chunks(chunk_id,doc_id,ord,start,end,n_tokens,text_hash) VALUES (?,?,?,?,?,?,?)",
+            [
+                (ch.chunk_id, ch.doc_id, ch.order, ch.start, ch.end, ch.n_tokens, text_hash(ch.text))
+                for ch in chunks
+            ],
+        )
+
+    @_guarded
+    def keyed_documents(self) -> list[tuple[str, str | None, str, bool, bool]]:
+        """``(doc_id, key, source, presplit, deleted)`` of every stored document, in insertion order
+        (``key`` is None for documents stored before keys existed)."""
+        with self._lock:
+            return [
+                (str(r[0]), r[1], str(r[2]), bool(r[3]), bool(r[4]))
+                for r in self._conn.execute(
+                    "SELECT doc_id, doc_key, source, presplit, deleted FROM documents ORDER BY seq"
+                )
+            ]
+
+    def mark_deleted(self, doc_ids: Iterable[str]) -> list[str]:
+        """Mark documents deleted (they stay readable until :meth:`purge_deleted`).
+
+        Returns the ids that exist, including those already marked by an unfinished
+        ``delete``. The committed index keeps serving them until the next commit, so a
+        crash in between loses nothing, and the next writer finishes the delete.
+        """
+        found: list[str] = []
+        with self.transaction() as c:
+            for doc_id in doc_ids:
+                c.execute("UPDATE documents SET deleted=1 WHERE doc_id=?", (doc_id,))
+                if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc_id,)).fetchone():
+                    found.append(doc_id)
+        return found
+
+    @_guarded
+    def pending_deletes(self) -> list[str]:
+        """Documents marked deleted whose delete has not been committed yet."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=1")]
+
+    @_guarded
+    def live_document_ids(self) -> set[str]:
+        """Stored documents not marked deleted (committed or not)."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=0")}
+
+    @_guarded
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read (for tables kept by other modules, e.g. :mod:`paretorag.storage.jobs`)."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute(sql, tuple(params))]
+
+    @_guarded
+    def all_document_ids(self) -> set[str]:
+        """Every stored document id, pending deletes included."""
+        with self._lock:
+            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents")}
+
+    def purge_deleted(self, keep: Iterable[str] = ()) -> int:
+        """Remove documents marked deleted (and their chunks), except those in ``keep``."""
+        keep_set = set(keep)
+        with self.transaction() as c:
+            ids = [r[0] for r in c.execute("SELECT doc_id FROM documents WHERE deleted=1")]
+            gone = [d for d in ids if d not in keep_set]
+            c.executemany("DELETE FROM documents WHERE doc_id=?", [(d,) for d in gone])
+        return len(gone)
+
+    @_guarded
+    def documents(self, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+        """Stored documents in insertion order (with ``include_deleted``: also pending deletes)."""
+        where = "" if include_deleted else "WHERE d.deleted=0 "
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT d.doc_id, d.title, d.source, d.n_chars, d.presplit, COUNT(c.chunk_id), d.deleted "
+                f"FROM documents d LEFT JOIN chunks c ON c.doc_id=d.doc_id {where}"
+                "GROUP BY d.doc_id ORDER BY d.seq"
+            ).fetchall()
+        return [
+            {
+                "doc_id": r[0],
+                "title": r[1],
+                "source": r[2],
+                "n_chars": r[3],
+                "presplit": bool(r[4]),
+                "n_chunks": r[5],
+                **({"pending_delete": bool(r[6])} if include_deleted else {}),
+            }
+            for r in rows
+        ]
+
+    @_guarded
+    def document_text(self, doc_id: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT text FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    @_guarded
+    def chunk_table(self, ids: Sequence[str] | None = None) -> ChunkTable:
+        """Chunks in canonical order (live documents), or exactly ``ids`` in that order.
+
+        Chunk texts are sliced from their document's text by offset.
+        """
+        with self._lock:
+            docs = {
+                r[0]: (r[1], r[2])
+                for r in self._conn.execute(
+                    "SELECT doc_id, title, text FROM documents" + ("" if ids else " WHERE deleted=0")
+                )
+            }
+            rows = self._conn.execute(
+                "SELECT c.chunk_id, c.doc_id, c.ord, c.start, c.end, c.n_tokens FROM chunks c "
+                "JOIN documents d ON d.doc_id=c.doc_id ORDER BY d.seq, c.ord"
+            ).fetchall()
+        if ids is None:
+            rows = [r for r in rows if r[1] in docs]
+        else:
+            by_id = {r[0]: r for r in rows}
+            missing = [i for i in ids if i not in by_id]
+            if missing:
+                raise DamagedIndexError(
+                    f"{self.path}: {len(missing)} committed chunks are missing (e.g. {missing[0]}); "
+                    f"run `paretorag repair --index {self.path.parent}`"
+                )
+            rows = [by_id[i] for i in ids]
+        chunks = [
+            Chunk(
+                chunk_id=r[0],
+                doc_id=r[1],
+                order=r[2],
+                start=r[3],
+                end=r[4],
+                n_tokens=r[5],
+                title=docs[r[1]][0],
+                text=docs[r[1]][1][r[3] : r[4]],
+            )
+            for r in rows
+        ]
+        return ChunkTable.from_chunks(chunks)
+
+    @_guarded
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            docs = self._conn.execute("SELECT COUNT(*) FROM documents WHERE deleted=0").fetchone()[0]
+            chunks, tokens = self._conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(c.n_tokens),0) FROM chunks c "
+                "JOIN documents d ON d.doc_id=c.doc_id WHERE d.deleted=0"
+            ).fetchone()
+            cache = self._conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0]
+        return {
+            "documents": int(docs),
+            "chunks": int(chunks),
+            "tokens": int(tokens),
+            "llm_cache_entries": int(cache),
+        }
+
+    # -- caches ---------------------------------------------------------------
+    @_guarded
+    def get_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(hashes), 500):
+                part = list(hashes[i : i + 500])
+                q = f"SELECT text_hash, vector FROM embedding_cache WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
+                for h, blob in self._conn.execute(q, [model, *part]):
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_vectors(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR REPLACE INTO embedding_cache(model,text_hash,vector) VALUES (?,?,?)",
+                [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+            )
+
+    @_guarded
+    def get_llm(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT response FROM llm_cache WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_llm(self, key: str, model: str, response: str) -> None:
+        with self.transaction() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO llm_cache(key,model,response) VALUES (?,?,?)", (key, model, response)
+            )
+
+    @_guarded
+    def get_kv(self, key: str) -> Any:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def get_kv_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        """JSON values of the ``keys`` that are stored (per-chunk extraction caches)."""
+        out: dict[str, Any] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                part = list(keys[i : i + 500])
+                q = f"SELECT key, value FROM kv WHERE key IN ({','.join('?' * len(part))})"
+                for k, v in self._conn.execute(q, part):
+                    out[str(k)] = json.loads(v)
+        return out
+
+    def put_kv_many(self, items: Sequence[tuple[str, Any]]) -> None:
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in items]
+            )
+
+    def put_kv(self, key: str, value: Any) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", (key, json.dumps(value)))
+
+    def delete_kv(self, key: str) -> None:
+        with self.transaction() as c:
+            c.execute("DELETE FROM kv WHERE key=?", (key,))
