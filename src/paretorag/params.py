@@ -90,6 +90,15 @@ def check_positive_int(owner: object, name: str, value: object) -> int:
     return value
 
 
+def check_k(owner: object, name: str, value: object) -> int | None:
+    """Validate an optional top-k setting: a positive integer, or ``None`` for all."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SettingError(type(owner).__name__, name, value, "be a positive integer or None (all)")
+    return value
+
+
 def check_fraction(owner: object, name: str, value: object, *, closed: bool = True) -> float:
     """Validate a setting in [0, 1]."""
     if not isinstance(value, int | float) or isinstance(value, bool):

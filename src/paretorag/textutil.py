@@ -151,3 +151,226 @@ def reading_sentences(text: str) -> list[str]:
         out.append(" ".join(text[a:b].split()))
         i = j + 1
     return out
+
+
+# -- stopword lists --------------------------------------------------------------------------
+# Four lists, one per use, kept apart on purpose: each is part of something measured or
+# shipped, so replacing one with another (or with spaCy's) changes published figures or
+# needs a model retrained. Change one only with the figures it moves.
+
+# ``fusion``'s title-match features (retrieval/operators/fusion.py): the shipped ranker
+# (data/ranker) was trained on features computed with this list.
+FUSION_STOPWORDS: frozenset[str] = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "by",
+        "with",
+        "from",
+        "and",
+        "or",
+        "is",
+        "was",
+        "were",
+        "are",
+        "be",
+        "been",
+        "who",
+        "what",
+        "which",
+        "when",
+        "where",
+        "how",
+        "did",
+        "does",
+        "do",
+        "whose",
+        "that",
+        "this",
+        "as",
+        "it",
+        "its",
+        "his",
+        "her",
+        "their",
+        "film",
+    ]
+)
+
+# content words of the extractive answerer and of the offline reader's features
+# (providers/extractive.py ``content_terms``): the shipped reader ranker (data/reader) was
+# trained on features computed with this list.
+CONTENT_STOPWORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "as",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "not",
+        "no",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "we",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "our",
+        "us",
+    ]
+)
+
+# words that carry no evidence, for the evidence-recall metric (eval/metrics.py): the
+# README's and docs/' evidence figures are computed with this list (SQuAD normalization
+# already drops a/an/the).
+EVIDENCE_STOPWORDS: frozenset[str] = frozenset(
+    [
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "their",
+        "they",
+        "them",
+        "he",
+        "she",
+        "his",
+        "her",
+        "we",
+        "you",
+        "your",
+        "our",
+        "not",
+        "no",
+        "can",
+        "may",
+        "might",
+        "will",
+        "would",
+        "should",
+        "could",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "which",
+        "who",
+        "whom",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "than",
+        "then",
+        "so",
+        "such",
+        "also",
+        "into",
+        "about",
+        "over",
+        "under",
+        "more",
+        "most",
+        "other",
+        "some",
+        "any",
+        "each",
+        "all",
+        "both",
+    ]
+)
+
+# capitalised words that start sentences or questions rather than name things: a chat
+# follow-up's condensing (server/compat_condense.py) drops them from the names it carries.
+OPENING_WORDS: frozenset[str] = frozenset(
+    (  # noqa: SIM905  (a word list reads better as words)
+        "a about after also an and any are as at be but by can could did do does for from give "
+        "hello hi how i if in is it its let list me my no now of ok okay on or please say she he "
+        "should show so tell thank thanks that the then these they this those to was we were what "
+        "what's when where which who who's whom whose why will with would yes you your explain "
+        "describe compare summarize summarise"
+    ).split()
+)

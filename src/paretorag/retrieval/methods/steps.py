@@ -22,7 +22,7 @@ from ...errors import ConfigError
 from ...graphs.core_kg import CORE
 from ...types import Budget, Scored
 from ..operators.base import Operator, check_fraction, check_positive_int, register_operator
-from ..operators.concepts import PAPER, STRUCTURE, ConceptVariant, CoreChunks
+from ..operators.concepts import PAPER, STRUCTURE, CoreChunks
 from ..operators.g2cons_paths import SECOND, beta_of, rank_scores
 from ..operators.routing import COMPLEXITY, RouteSetting, route_setting
 from ..query import QueryOptions, Retrieval
@@ -140,7 +140,7 @@ class RoutedPath(SubMethod):
 
 
 @register_operator
-class SecondPath(SubMethod, ConceptVariant):
+class SecondPath(SubMethod):
     """G2ConS's second path (§3.2.1): a registered method, on the core chunks.
 
     Stores the path's items in ``state.paths["second"]``; produces its chunk rows.
@@ -154,18 +154,20 @@ class SecondPath(SubMethod, ConceptVariant):
         chunks only (``core_kg``, ``core_tkg``, ``core_rkg``, ``core_communities``).
     core_only : bool
         Keep only the path's chunks that are core chunks (§3.2 Core Chunk Selection).
-    kappa : float, optional
-        Core fraction; ``None``: the one the graph was built with (0.8).
+    core : g2cons.core
+        The core chunks kept with ``core_only``: its ``kappa`` (``None``: as built, 0.8)
+        and the concept graph variant are ``g2cons.core``'s own settings, read from it
+        (the method sets them with the concept path's: ``second__core__kappa``).
     second_k : int, optional
         ``k`` of the method; ``None``: enough chunks to fill beta.
     budget : int
         Beta (12,000), a query's budget overrides it.
-    cooccurrence, similarity_filter, concept_vectors, theta_sem, theta_co
-        The concept graph variant whose core chunks are kept (as ``g2cons.concepts``).
     """
 
     name = "g2cons.second"
+    kind = "g2cons"
     produces = "path"
+    structures = ("vectors", STRUCTURE)
     paper = PAPER + "; §3.2.1 dual-path retrieval"
 
     def __init__(
@@ -174,26 +176,16 @@ class SecondPath(SubMethod, ConceptVariant):
         method: str = "vanilla",
         core_kg: bool = False,
         core_only: bool = True,
-        kappa: float | None = None,
+        core: CoreChunks | None = None,
         second_k: int | None = None,
         budget: int = 12000,
-        cooccurrence: Literal["chunk", "sentence"] = "chunk",
-        similarity_filter: bool = True,
-        concept_vectors: Literal["sentence", "chunk"] = "sentence",
-        theta_sem: float | None = None,
-        theta_co: int | None = None,
     ) -> None:
         self.method = method
         self.core_kg = core_kg
         self.core_only = core_only
-        self.kappa = kappa
+        self.core = CoreChunks() if core is None else core
         self.second_k = second_k
         self.budget = budget
-        self.cooccurrence = cooccurrence
-        self.similarity_filter = similarity_filter
-        self.concept_vectors = concept_vectors
-        self.theta_sem = theta_sem
-        self.theta_co = theta_co
 
     def method_name(self) -> str:
         return self.method
@@ -218,23 +210,17 @@ class SecondPath(SubMethod, ConceptVariant):
             )
         return method.set_params(**graphs)
 
-    def _core(self) -> CoreChunks:
-        variant = {
-            key: getattr(self, key) for key in ("cooccurrence", "similarity_filter", "concept_vectors")
-        }
-        return CoreChunks(kappa=self.kappa, theta_sem=self.theta_sem, theta_co=self.theta_co, **variant)
-
     def parts(self) -> list[Operator]:
-        return [*self._method().operators(), *([self._core()] if self.core_only and not self.core_kg else [])]
+        return [*self._method().operators(), *([self.core] if self.core_only and not self.core_kg else [])]
 
     @property
     def requires(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.structures, *self._method().requires)))
 
     def _kappa(self, index: IndexView) -> float:
-        if self.kappa is None:
+        if self.core.kappa is None:
             return float(index.structure(STRUCTURE).meta["core"]["kappa"])
-        return check_fraction(self, "kappa", self.kappa)
+        return check_fraction(self.core, "kappa", self.core.kappa)
 
     def run(self, index: IndexView, state: State) -> Scored:
         method = self._method()
@@ -256,7 +242,7 @@ class SecondPath(SubMethod, ConceptVariant):
                 for r, s in zip(sub.scored.ids, sub.scored.scores, strict=True)
             ]
         if self.core_only and not self.core_kg:  # a core KG holds nothing else
-            core_rows = self._core().set_params(kappa=self._kappa(index)).run(index, state).ids
+            core_rows = self.core.run(index, state).ids
             mask = np.zeros(len(index.chunks), dtype=bool)
             mask[core_rows] = True
             items = [it for it in items if it.row < 0 or mask[it.row]]

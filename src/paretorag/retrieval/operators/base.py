@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import ConfigError
 from ...graphs.graph import Graph, graph_from_structure
-from ...params import Params, check_fraction, check_nonneg_int, check_positive_int
+from ...params import Params, check_fraction, check_k, check_nonneg_int, check_positive_int
 from ...types import Scored
 from ..query import State
 
@@ -108,6 +108,28 @@ class Operator(Params):
         }
 
 
+class GraphOperator(Operator):
+    """An operator over one stored graph: the opening every such operator shares.
+
+    It loads the graph named by the ``graph`` setting (once per index) and checks ``k``
+    (a positive integer; or ``None`` for all when :attr:`all_k`), then calls
+    :meth:`search` with both.
+    """
+
+    all_k: ClassVar[bool] = False  # ``k=None`` keeps every result
+
+    graph: str
+    k: int | None
+
+    def run(self, index: IndexView, state: State) -> Scored:
+        k = check_k(self, "k", self.k) if self.all_k else check_positive_int(self, "k", self.k)
+        return self.search(index, state, load_graph(index, self.graph), k)
+
+    def search(self, index: IndexView, state: State, graph: Graph, k: Any) -> Scored:
+        """The operator's own work on the loaded ``graph`` with the checked ``k``."""
+        raise NotImplementedError
+
+
 OPERATORS: dict[str, type[Operator]] = {}
 
 
@@ -143,10 +165,12 @@ def available_operators() -> list[str]:
 
 __all__ = [
     "OPERATORS",
+    "GraphOperator",
     "Operator",
     "Params",
     "available_operators",
     "check_fraction",
+    "check_k",
     "check_nonneg_int",
     "check_positive_int",
     "get_operator",

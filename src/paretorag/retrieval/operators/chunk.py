@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ...kernels.rank import aggregate, top_k
 from ...types import ContextItem, Scored
-from .base import Operator, check_positive_int, load_graph, register_operator
+from .base import GraphOperator, register_operator
 from .common import add_items, edges_of, seed_vector, seeds, text_item
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _binary(index: IndexView, key: str, m: sp.csr_matrix) -> sp.csr_matrix:
 
 
 @register_operator
-class ChunkAggregator(Operator):
+class ChunkAggregator(GraphOperator):
     """Chunk score = sum of the scores of the relations extracted from it (§6.1 chunk Aggregator).
 
     HippoRAG / FastGraphRAG: relation scores (from the relation Aggregator) are pushed
@@ -69,9 +69,7 @@ class ChunkAggregator(Operator):
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         e = edges_of(graph, self, self.graph)
         rel = seeds(state, self.source, len(e), "relation")
         if not len(rel):
@@ -83,7 +81,7 @@ class ChunkAggregator(Operator):
 
 
 @register_operator
-class ChunkFromRel(Operator):
+class ChunkFromRel(GraphOperator):
     """The chunks that contain the given relations (§6.1 chunk FromRel; LightRAG global).
 
     A chunk scores the best score among the given relations extracted from it, so
@@ -101,9 +99,7 @@ class ChunkFromRel(Operator):
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         e = edges_of(graph, self, self.graph)
         rel = seeds(state, self.source, len(e), "relation")
         sub = sp.coo_matrix(_binary(index, f"edge_chunks01:{self.graph}", e.chunks)[rel.ids])
@@ -116,7 +112,7 @@ class ChunkFromRel(Operator):
 
 
 @register_operator
-class ChunkOccurrence(Operator):
+class ChunkOccurrence(GraphOperator):
     """Chunks ranked by how many given relations have both entities in them (§6.1 chunk Occurrence).
 
     LightRAG local / LGraphRAG: the candidates are the chunks of the given relations'
@@ -152,9 +148,7 @@ class ChunkOccurrence(Operator):
         self.source = source
         self.entities = entities
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         e = edges_of(graph, self, self.graph)
         rel = seeds(state, self.source, len(e), "relation")
         ent = Scored.empty("entity")
@@ -194,7 +188,7 @@ def summary_item(index: IndexView, key: str, text: str, score: float, rows: np.n
 
 
 @register_operator
-class ChunkFromNode(Operator):
+class ChunkFromNode(GraphOperator):
     """The chunks the given nodes cover, in the nodes' order (RAPTOR collapsed tree; KGP).
 
     Node -> chunk incidence (``node_chunks``): a passage-graph or tree leaf node is its
@@ -232,9 +226,7 @@ class ChunkFromNode(Operator):
         self.summaries = summaries
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         nodes = seeds(state, self.source, graph.n_nodes, "entity").sorted()
         if not len(nodes):
             return Scored.empty(KIND)

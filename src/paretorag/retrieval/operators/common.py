@@ -192,7 +192,6 @@ __all__ = [
     "QUERY_SOURCES",
     "add_items",
     "best",
-    "check_k",
     "choose",
     "communities_of",
     "edges_of",
@@ -205,15 +204,6 @@ __all__ = [
     "seeds",
     "text_item",
 ]
-
-
-def check_k(owner: object, name: str, value: object) -> int | None:
-    """Validate an optional top-k setting: a positive integer, or ``None`` for all."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SettingError(type(owner).__name__, name, value, "be a positive integer or None (all)")
-    return value
 
 
 def best(scores: np.ndarray, rows: np.ndarray, k: int | None, kind: str) -> Scored:

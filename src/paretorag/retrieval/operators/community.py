@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import ConfigError, SettingError
+from ...graphs.graph import Graph
 from ...kernels.rank import top_k, vector_top_k
 from ...types import Scored
-from .base import Operator, check_nonneg_int, check_positive_int, load_graph, register_operator
+from .base import GraphOperator, Operator, check_nonneg_int, check_positive_int, load_graph, register_operator
 from .common import add_items, communities_of, query_vector, seeds, text_item
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class CommunityLayer(Operator):
 
 
 @register_operator
-class CommunityVDB(Operator):
+class CommunityVDB(GraphOperator):
     """Top-k communities by similarity of their report vectors to the query (App. B.1; VGraphRAG).
 
     The new community operator of the unified framework (§6.2, Exp. 5): vector search
@@ -167,9 +168,7 @@ class CommunityVDB(Operator):
         self.level = level
         self.query = query
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         c = communities_of(graph, self, self.graph)
         if c.vectors is None:
             raise ConfigError(

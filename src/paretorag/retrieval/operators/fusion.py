@@ -47,6 +47,7 @@ from threadpoolctl import ThreadpoolController
 
 from ...graphs.bm25 import STRUCTURE as BM25_STRUCTURE
 from ...kernels.rank import top_k
+from ...textutil import FUSION_STOPWORDS
 from ...types import Scored
 from ..ranking import BRIDGE, FIRST_HOP, SECOND_HOP
 from .base import Operator, check_positive_int, load_graph, register_operator
@@ -57,55 +58,15 @@ if TYPE_CHECKING:
     from ..query import IndexView, State
 
 CANDIDATES = 30  # from each ranking
+# feature columns by name (the models' order: ranking.FIRST_HOP, ranking.SECOND_HOP)
+FIRST = {name: j for j, name in enumerate(FIRST_HOP)}
+SECOND = {name: j for j, name in enumerate(SECOND_HOP)}
 # below this share of whole-document chunks (a corpus of long pages), the walk's order is kept
 MIN_PASSAGE_SHARE = 0.5
 DENSE_DEPTH = 50  # dense ranks beyond the candidates still inform dense_rank
 MISSING_DENSE_RANK, MISSING_WALK_RANK, MISSING_BM25_RANK = 60, 40, 1000
 
 _NON_WORD = re.compile(r"[^a-z0-9 ]+")
-STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "and",
-        "or",
-        "is",
-        "was",
-        "were",
-        "are",
-        "be",
-        "been",
-        "who",
-        "what",
-        "which",
-        "when",
-        "where",
-        "how",
-        "did",
-        "does",
-        "do",
-        "whose",
-        "that",
-        "this",
-        "as",
-        "it",
-        "its",
-        "his",
-        "her",
-        "their",
-        "film",
-    ]
-)
 
 
 def normalize(text: str) -> str:
@@ -144,7 +105,7 @@ class CorpusText:
             return cls(
                 titles,
                 texts,
-                [frozenset(t.split()) - STOP for t in titles],
+                [frozenset(t.split()) - FUSION_STOPWORDS for t in titles],
                 [frozenset(t.split()) for t in texts],
                 np.array([len(t.split()) for t in texts], dtype=np.float32),
                 sum(1 for d in chunks.doc_ids if per_doc[d] == 1) / max(len(chunks.doc_ids), 1),
@@ -206,7 +167,7 @@ def gather(
     prf = vectors[seed_pos[0]] + np.asarray(query_vector, dtype=np.float32) if seed_pos else None
     prf_score = vectors @ (prf / np.linalg.norm(prf)) if prf is not None else np.zeros(n, np.float32)
     nq = normalize(question)
-    q_words = frozenset(nq.split()) - STOP
+    q_words = frozenset(nq.split()) - FUSION_STOPWORDS
     top5_texts = [corpus.texts[int(r)] + corpus.titles[int(r)] for r in dense.ids[:5]]
     top5_rows = [int(r) for r in dense.ids[:5]]
     links = _links(corpus, rows)
@@ -215,30 +176,32 @@ def gather(
     sh = np.where(not_self, shared[:, seed_pos], 0.0)
     has_seeds = len(seed_pos) > 0
     first = np.zeros((n, len(FIRST_HOP)), dtype=np.float32)
-    first[:, 0] = dense_score
-    first[:, 1] = dense_score - top1
-    first[:, 2] = [dense_rank.get(int(r), MISSING_DENSE_RANK) for r in rows]
-    first[:, 3] = bm25[rows] / bm_max
-    first[:, 4] = bm25[rows]
-    first[:, 5] = np.where(bm25[rows] > 0, bm_rank[rows], MISSING_BM25_RANK)
-    first[:, 6] = [walk_mass.get(int(r), 0.0) / walk_max for r in rows]
-    first[:, 7] = [walk_rank.get(int(r), MISSING_WALK_RANK) for r in rows]
+    first[:, FIRST["dense_score"]] = dense_score
+    first[:, FIRST["dense_margin"]] = dense_score - top1
+    first[:, FIRST["dense_rank"]] = [dense_rank.get(int(r), MISSING_DENSE_RANK) for r in rows]
+    first[:, FIRST["bm25_relative"]] = bm25[rows] / bm_max
+    first[:, FIRST["bm25_score"]] = bm25[rows]
+    first[:, FIRST["bm25_rank"]] = np.where(bm25[rows] > 0, bm_rank[rows], MISSING_BM25_RANK)
+    first[:, FIRST["walk_relative"]] = [walk_mass.get(int(r), 0.0) / walk_max for r in rows]
+    first[:, FIRST["walk_rank"]] = [walk_rank.get(int(r), MISSING_WALK_RANK) for r in rows]
     for j, r in enumerate(map(int, rows)):
         title = corpus.titles[r]
         t_words = corpus.title_words[r]
         named = bool(title.strip())
-        first[j, 8] = float(named and title in nq)
-        first[j, 9] = len(t_words & q_words) / max(len(t_words), 1)
-        first[j, 10] = sum(
+        first[j, FIRST["title_in_question"]] = float(named and title in nq)
+        first[j, FIRST["title_overlap"]] = len(t_words & q_words) / max(len(t_words), 1)
+        first[j, FIRST["title_in_dense_top5"]] = sum(
             1 for s, text in zip(top5_rows, top5_texts, strict=True) if s != r and named and title in text
         )
-        first[j, 16] = len(q_words & (corpus.text_words[r] | t_words)) / max(len(q_words), 1)
-    first[:, 11] = sims.max(axis=1) if has_seeds else -1.0
-    first[:, 12] = sims[:, 0] if has_seeds else -1.0
-    first[:, 13] = prf_score
-    first[:, 14] = sh.max(axis=1) if has_seeds else 0.0
-    first[:, 15] = sh.sum(axis=1) if has_seeds else 0.0
-    first[:, 17] = corpus.lengths[rows]
+        first[j, FIRST["question_coverage"]] = len(q_words & (corpus.text_words[r] | t_words)) / max(
+            len(q_words), 1
+        )
+    first[:, FIRST["sim_dense_top3_max"]] = sims.max(axis=1) if has_seeds else -1.0
+    first[:, FIRST["sim_dense_top1"]] = sims[:, 0] if has_seeds else -1.0
+    first[:, FIRST["sim_question_plus_top1"]] = prf_score
+    first[:, FIRST["shared_idf_top3_max"]] = sh.max(axis=1) if has_seeds else 0.0
+    first[:, FIRST["shared_idf_top3_sum"]] = sh.sum(axis=1) if has_seeds else 0.0
+    first[:, FIRST["length_words"]] = corpus.lengths[rows]
     return Candidates(rows, first, links, shared, similarity)
 
 
@@ -294,19 +257,21 @@ def second_hop(c: Candidates, first_scores: npt.NDArray[np.float64]) -> npt.NDAr
     order = np.argsort(-first_scores, kind="stable")
     rank = np.empty(n)
     rank[order] = np.arange(n)
-    qc = c.first[:, 0].astype(np.float64)
+    qc = c.first[:, FIRST["dense_score"]].astype(np.float64)
     sim = c.similarity.astype(np.float64)
     out = np.zeros((n, len(SECOND_HOP)), dtype=np.float32)
     m = BRIDGE
 
     def fill(js: npt.NDArray[np.int64], bridge: list[int]) -> None:
         for i, p in enumerate(bridge):
-            out[js, i] = c.links[js, p]
-            out[js, m + i] = c.shared[js, p]
-            out[js, 2 * m + i] = sim[js, p]
+            out[js, SECOND[f"bridge{i + 1}_mentions_title"]] = c.links[js, p]
+            out[js, SECOND[f"bridge{i + 1}_shared_idf"]] = c.shared[js, p]
+            out[js, SECOND[f"bridge{i + 1}_similarity"]] = sim[js, p]
             qp = qc[p]
-            out[js, 3 * m + 5 + i] = (qc[js] - qp * sim[js, p]) / np.sqrt(max(1.0 - qp * qp, 1e-6))
-        out[js, 3 * m] = (
+            out[js, SECOND[f"residual{i + 1}_similarity"]] = (qc[js] - qp * sim[js, p]) / np.sqrt(
+                max(1.0 - qp * qp, 1e-6)
+            )
+        out[js, SECOND["mentions_bridge_titles"]] = (
             c.links[np.ix_(np.asarray(bridge, dtype=np.int64), js)].sum(axis=0) if bridge else 0.0
         )
         if len(bridge) >= 2:
@@ -315,7 +280,9 @@ def second_hop(c: Candidates, first_scores: npt.NDArray[np.float64]) -> npt.NDAr
             rhs = np.array([qc[a], qc[b]])
             coef = np.linalg.lstsq(gram, rhs, rcond=None)[0]
             norm2 = max(1.0 - float(coef @ rhs), 1e-6)
-            out[js, 3 * m + 5 + m] = (qc[js] - coef[0] * sim[js, a] - coef[1] * sim[js, b]) / np.sqrt(norm2)
+            out[js, SECOND["residual12_similarity"]] = (
+                qc[js] - coef[0] * sim[js, a] - coef[1] * sim[js, b]
+            ) / np.sqrt(norm2)
 
     # every candidate's bridge is the first stage's best m, except for those among the best m + 1
     head = [int(o) for o in order[: m + 1]]
@@ -323,10 +290,10 @@ def second_hop(c: Candidates, first_scores: npt.NDArray[np.float64]) -> npt.NDAr
     fill(rest, [int(o) for o in order[:m]])
     for j in head:
         fill(np.array([j]), [o for o in head if o != j][:m])
-    out[:, 3 * m + 1] = first_scores
-    out[:, 3 * m + 2] = first_scores - first_scores.max()
-    out[:, 3 * m + 3] = rank
-    out[:, 3 * m + 4] = c.links[:, order[:m]].sum(axis=1)
+    out[:, SECOND["first_stage_score"]] = first_scores
+    out[:, SECOND["first_stage_margin"]] = first_scores - first_scores.max()
+    out[:, SECOND["first_stage_rank"]] = rank
+    out[:, SECOND["title_in_bridge"]] = c.links[:, order[:m]].sum(axis=1)
     return np.concatenate([c.first, out], axis=1)
 
 

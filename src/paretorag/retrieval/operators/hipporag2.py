@@ -33,14 +33,16 @@ from ...params import check_nonneg_number
 from ...providers.base import is_generative
 from ...types import Scored
 from .base import (
+    GraphOperator,
     Operator,
     check_fraction,
+    check_k,
     check_nonneg_int,
     check_positive_int,
     load_graph,
     register_operator,
 )
-from .common import check_k, choose, edges_of, seed_vector, seeds
+from .common import choose, edges_of, seed_vector, seeds
 
 if TYPE_CHECKING:
     from ...graphs.graph import Graph
@@ -59,7 +61,7 @@ def min_max(x: np.ndarray) -> np.ndarray:
 
 
 @register_operator
-class RelationFacts(Operator):
+class RelationFacts(GraphOperator):
     """Top-k facts by similarity to the question (EA-GraphRAG Eq. 4-5; HippoRAG 2 ``get_fact_scores``).
 
     Every fact's score is the inner product of its vector with the question's,
@@ -76,9 +78,7 @@ class RelationFacts(Operator):
         self.graph = graph
         self.k = k
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         edges_of(graph, self, self.graph)
         vectors = graph.edge_vectors
         if vectors is None:
@@ -90,7 +90,7 @@ class RelationFacts(Operator):
 
 
 @register_operator
-class RelationRecognition(Operator):
+class RelationRecognition(GraphOperator):
     """The candidate facts an LLM keeps as relevant (EA-GraphRAG Eq. 5 "Rerank"; HippoRAG 2 §3).
 
     HippoRAG 2's recognition memory filters the top facts with an LLM; the facts
@@ -111,9 +111,7 @@ class RelationRecognition(Operator):
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         e = edges_of(graph, self, self.graph)
         cand = seeds(state, self.source, len(e), "relation").sorted()
         if not len(cand):
@@ -134,7 +132,7 @@ def passage_counts(graph: Graph) -> np.ndarray:
 
 
 @register_operator
-class NodeFacts(Operator):
+class NodeFacts(GraphOperator):
     """Seed entities from the selected facts (EA-GraphRAG Algorithm 1 lines 6-7; HippoRAG 2).
 
     Each fact's subject and object get the fact's score divided by the number of
@@ -155,9 +153,7 @@ class NodeFacts(Operator):
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         e = edges_of(graph, self, self.graph)
         facts = seeds(state, self.source, len(e), "relation")
         if not len(facts):

@@ -35,16 +35,21 @@ from ...kernels.rank import top_k, vector_top_k
 from ...kernels.tfidf import transform
 from ...storage.structures import unpack_texts
 from ...types import FloatArray, Scored
-from .base import Operator, check_fraction, check_positive_int, load_graph, register_operator
+from .agent import Agent
+from .base import (
+    GraphOperator,
+    Operator,
+    check_fraction,
+    check_k,
+    check_positive_int,
+    load_graph,
+    register_operator,
+)
 from .common import (
     best,
-    check_k,
-    choose,
     edges_of,
-    generative_llm,
     node_text,
     query_vector,
-    ranked,
     seed_vector,
     seeds,
 )
@@ -65,7 +70,7 @@ def _node_vectors(graph: Graph, op: Operator, name: str) -> FloatArray:
 
 
 @register_operator
-class NodeVDB(Operator):
+class NodeVDB(GraphOperator):
     """Top-k nodes by inner product with the query vector (§6.1 node VDB; Table 3).
 
     Parameters
@@ -89,16 +94,14 @@ class NodeVDB(Operator):
         self.k = k
         self.query = query
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         vectors = _node_vectors(graph, self, self.graph)
         q = query_vector(index, state, self.query, self)
         return Scored.empty(KIND) if q is None else vector_top_k(vectors, q, k, KIND)
 
 
 @register_operator
-class NodeRelNode(Operator):
+class NodeRelNode(GraphOperator):
     """The nodes of the given relations (§6.1 node RelNode; LightRAG global's entities).
 
     A node scores the best score of the relations it belongs to; all are kept unless
@@ -111,14 +114,14 @@ class NodeRelNode(Operator):
     consumes = ("relation",)
     paper = "unified-framework §6.1 node RelNode, Table 3 (GLightRAG, HLightRAG)"
 
+    all_k = True
+
     def __init__(self, *, graph: str = "rkg", k: int | None = None, source: str = "relation") -> None:
         self.graph = graph
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_k(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int | None) -> Scored:
         e = edges_of(graph, self, self.graph)
         rel = seeds(state, self.source, len(e), "relation")
         if not len(rel):
@@ -192,7 +195,7 @@ def _specificity(graph: Graph) -> FloatArray:
 
 
 @register_operator
-class NodeAgent(Operator):
+class NodeAgent(Agent):
     """The seed nodes an LLM chooses as useful for the question (§6.1 node Agent; ToG).
 
     The best ``max_candidates`` seeds are listed (name and description) and the LLM
@@ -203,8 +206,6 @@ class NodeAgent(Operator):
     kind = "node"
     produces = "entity"
     consumes = ("entity",)
-    uses_llm = True
-    generative_only = True
     paper = "unified-framework §6.1 node Agent, Table 3 (ToG, DALK); ToG §2.2 (entity pruning)"
 
     def __init__(
@@ -215,27 +216,21 @@ class NodeAgent(Operator):
         self.max_candidates = max_candidates
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        m = check_positive_int(self, "max_candidates", self.max_candidates)
-        graph = load_graph(index, self.graph)
-        cand = seeds(state, self.source, graph.n_nodes, KIND).top(m)
-        if not len(cand):
-            return Scored.empty(KIND)
-        llm = generative_llm(index, self)
+    def count(self, graph: Graph) -> int:
+        return graph.n_nodes
+
+    def listing(self, index: IndexView, graph: Graph, rows: np.ndarray) -> tuple[list[str], str]:
         texts = [
             f"{index.chunks.titles[int(r)]}: {index.chunks.texts[int(r)][:600]}"
             if graph.kinds[int(r)] == "passage"  # a passage-graph node is its chunk (KGP)
             else node_text(graph, int(r))
-            for r in cand.ids
+            for r in rows
         ]
-        what = "passages" if texts and graph.kinds[int(cand.ids[0])] == "passage" else "entities"
-        picked = choose(llm, state.question, what, texts, k)
-        return ranked([int(cand.ids[i]) for i in picked], KIND)
+        return texts, "passages" if texts and graph.kinds[int(rows[0])] == "passage" else "entities"
 
 
 @register_operator
-class NodeOneHop(Operator):
+class NodeOneHop(GraphOperator):
     """One-hop neighbours of the seed nodes (§6.1 node Onehop; ToG, DALK).
 
     A neighbour scores the summed edge weight to the seeds; seeds are left out
@@ -248,6 +243,8 @@ class NodeOneHop(Operator):
     consumes = ("entity",)
     paper = "unified-framework §6.1 node Onehop, Table 3 (ToG, DALK)"
 
+    all_k = True
+
     def __init__(
         self, *, graph: str = "kg", k: int | None = None, include_seeds: bool = False, source: str = "entity"
     ) -> None:
@@ -256,9 +253,7 @@ class NodeOneHop(Operator):
         self.include_seeds = include_seeds
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_k(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int | None) -> Scored:
         s = seeds(state, self.source, graph.n_nodes, KIND)
         if not len(s):
             return Scored.empty(KIND)

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import ConfigError
+from ...graphs.graph import Graph
 from ...kernels.rank import vector_top_k
 from ...types import Scored
-from .base import Operator, check_positive_int, load_graph, register_operator
-from .common import best, check_k, choose, edges_of, generative_llm, query_vector, ranked, seed_vector, seeds
+from .agent import Agent
+from .base import GraphOperator, register_operator
+from .common import best, edges_of, query_vector, seed_vector, seeds
 
 if TYPE_CHECKING:
     from ..query import IndexView, State
@@ -31,7 +33,7 @@ KIND = "relation"
 
 
 @register_operator
-class RelationVDB(Operator):
+class RelationVDB(GraphOperator):
     """Top-k relations by inner product with the query vector (§5 relationship index; §6.1).
 
     Searches ``edge_vectors`` (each relation's description with its entities' names).
@@ -56,9 +58,7 @@ class RelationVDB(Operator):
         self.k = k
         self.query = query
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int) -> Scored:
         edges_of(graph, self, self.graph)
         if graph.edge_vectors is None:
             raise ConfigError(f"{self.name}: structure {self.graph!r} has no relation vectors; rebuild it")
@@ -67,7 +67,7 @@ class RelationVDB(Operator):
 
 
 @register_operator
-class RelationOneHop(Operator):
+class RelationOneHop(GraphOperator):
     """Relations incident to the seed entities (§6.1 relationship Onehop).
 
     Ranked as LightRAG's local search ranks them: by the edge's degree (the sum of
@@ -80,14 +80,14 @@ class RelationOneHop(Operator):
     consumes = ("entity",)
     paper = "unified-framework §6.1 relationship Onehop, Table 3 (ToG, LGraphRAG, LLightRAG, HLightRAG)"
 
+    all_k = True
+
     def __init__(self, *, graph: str = "rkg", k: int | None = None, source: str = "entity") -> None:
         self.graph = graph
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_k(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int | None) -> Scored:
         e = edges_of(graph, self, self.graph)
         s = seeds(state, self.source, graph.n_nodes, "entity")
         if not len(s):
@@ -100,7 +100,7 @@ class RelationOneHop(Operator):
 
 
 @register_operator
-class RelationAggregator(Operator):
+class RelationAggregator(GraphOperator):
     """Relation score = sum of its two entities' scores (§6.1 relationship Aggregator).
 
     Given entity scores (HippoRAG's PPR), every relation with a scored endpoint gets
@@ -114,14 +114,14 @@ class RelationAggregator(Operator):
     consumes = ("entity",)
     paper = "unified-framework §6.1 relationship Aggregator, Table 3 (HippoRAG, FastGraphRAG)"
 
+    all_k = True
+
     def __init__(self, *, graph: str = "kg", k: int | None = None, source: str = "entity") -> None:
         self.graph = graph
         self.k = k
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_k(self, "k", self.k)
-        graph = load_graph(index, self.graph)
+    def search(self, index: IndexView, state: State, graph: Graph, k: int | None) -> Scored:
         e = edges_of(graph, self, self.graph)
         s = seeds(state, self.source, graph.n_nodes, "entity")
         if not len(s):
@@ -134,7 +134,7 @@ class RelationAggregator(Operator):
 
 
 @register_operator
-class RelationAgent(Operator):
+class RelationAgent(Agent):
     """The seed relations an LLM chooses as useful (§6.1 relationship Agent; ToG relation pruning).
 
     The best ``max_candidates`` seed relations are listed as "source relation target:
@@ -145,8 +145,6 @@ class RelationAgent(Operator):
     kind = "relationship"
     produces = "relation"
     consumes = ("relation",)
-    uses_llm = True
-    generative_only = True
     paper = "unified-framework §6.1 relationship Agent, Table 3 (ToG); ToG §2.2 (relation pruning)"
 
     def __init__(
@@ -157,15 +155,9 @@ class RelationAgent(Operator):
         self.max_candidates = max_candidates
         self.source = source
 
-    def run(self, index: IndexView, state: State) -> Scored:
-        k = check_positive_int(self, "k", self.k)
-        m = check_positive_int(self, "max_candidates", self.max_candidates)
-        graph = load_graph(index, self.graph)
+    def count(self, graph: Graph) -> int:
+        return len(edges_of(graph, self, self.graph))
+
+    def listing(self, index: IndexView, graph: Graph, rows: np.ndarray) -> tuple[list[str], str]:
         e = edges_of(graph, self, self.graph)
-        cand = seeds(state, self.source, len(e), KIND).top(m)
-        if not len(cand):
-            return Scored.empty(KIND)
-        llm = generative_llm(index, self)
-        texts = [e.text(int(j), graph.names)[:300] for j in cand.ids]
-        picked = choose(llm, state.question, "relations", texts, k)
-        return ranked([int(cand.ids[i]) for i in picked], KIND)
+        return [e.text(int(j), graph.names)[:300] for j in rows], "relations"

@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import MissingDependencyError
-from ...providers.nlp import MODEL, PACKAGE
+from ...providers.nlp import MODEL, load_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -285,16 +284,9 @@ class Featurizer:
     def pipeline(cls) -> Language:
         with cls._lock:
             if cls._nlp is None:
-                try:
-                    import spacy
-                except ImportError as exc:  # pragma: no cover - spaCy is a core dependency
-                    raise MissingDependencyError(f"the router needs spaCy: pip install {PACKAGE}") from exc
-                try:
-                    cls._nlp = spacy.load(MODEL, exclude=["lemmatizer", "senter", "attribute_ruler"])
-                except OSError as exc:
-                    raise MissingDependencyError(
-                        f"spaCy model {MODEL!r} is not installed: pip install {PACKAGE}"
-                    ) from exc
+                cls._nlp = load_spacy(
+                    "the router", MODEL, exclude=["lemmatizer", "senter", "attribute_ruler"]
+                )
             return cls._nlp
 
     def parse(self, question: str) -> Doc:
