@@ -34,12 +34,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import MissingDependencyError
-from ..graphs.graph import graph_from_structure, graph_to_structure
 from ..params import check_positive_int
 from ..providers.base import is_generative
 from ..storage.structures import StructureData
 from .base import BuildContext, Builder, register_builder
-from .graph import Communities, Graph, csr
+from .graph import Communities, Graph, csr, graph_from_structure, graph_to_structure
 from .kg_extract import ExtractStats, complete_parsed
 from .kg_prompts import JSON_RETRY, parse_json, request
 

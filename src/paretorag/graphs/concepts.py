@@ -40,14 +40,13 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graphs.graph import graph_to_structure
 from ..kernels import normalize_rows, pagerank
 from ..params import check_fraction, check_positive_int
 from ..providers.embedders import embed_with_spans
 from ..textutil import sentence_spans, split_sentences
 from ..types import FloatArray, IntArray
 from .base import BuildContext, Builder, StructureData, register_builder
-from .graph import Graph
+from .graph import Graph, graph_to_structure
 
 if TYPE_CHECKING:
     from ..storage.store import ChunkTable

@@ -41,11 +41,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graphs.graph import graph_to_structure
 from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
 from .base import BuildContext, Builder, StructureData, cached_per_text, register_builder
-from .graph import Graph
+from .graph import Graph, graph_to_structure
 
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02

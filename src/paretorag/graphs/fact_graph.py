@@ -48,13 +48,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graphs.graph import graph_to_structure
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_positive_int
 from ..providers.base import is_generative
 from ..providers.nlp_kg import kg_name
 from .base import BuildContext, Builder, StructureData, register_builder
-from .graph import Edges, Graph, csr
+from .graph import Edges, Graph, csr, graph_to_structure
 from .kg import merge_records
 from .kg_extract import hipporag_records, parsed_chunks, spacy_records
 from .kg_prompts import Records

@@ -36,14 +36,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import SettingError
-from ..graphs.graph import graph_to_structure
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
 from ..providers.base import is_generative, user_prompt
 from ..providers.nlp_kg import kg_name
 from ..providers.wrappers import complete_many
 from .base import BuildContext, Builder, StructureData, register_builder
-from .graph import Edges, Graph, csr
+from .graph import Edges, Graph, csr, graph_to_structure
 from .kg_extract import ExtractStats, graphrag_records, hipporag_records, parsed_chunks, spacy_records
 from .kg_prompts import GRAPHRAG_TYPES, LIGHTRAG_TYPES, SUMMARIZE_DESCRIPTIONS, Records
 

@@ -53,13 +53,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, IndexFormatError
-from ..graphs.graph import graph_from_structure, graph_to_structure
 from ..params import check_positive_int
 from ..providers.nlp import MODEL
 from ..providers.nlp_ner import SKIP_LABELS, SentenceEntities, extract_sentence_entities
 from ..storage.structures import StructureData, pack_texts, unpack_texts
 from .base import BuildContext, Builder, cached_per_text, register_builder
-from .graph import Graph
+from .graph import Graph, graph_from_structure, graph_to_structure
 
 STRUCTURE = "linear_graph"
 

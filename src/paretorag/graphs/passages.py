@@ -28,12 +28,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..graphs.graph import graph_to_structure
 from ..kernels.knn import knn_pairs
 from ..params import check_fraction, check_nonneg_int, check_positive_int
 from ..storage.structures import StructureData, pack_texts, unpack_texts
 from .base import BuildContext, Builder, register_builder
-from .graph import Edges, Graph, csr
+from .graph import Edges, Graph, csr, graph_to_structure
 from .kg_extract import parsed_chunks
 
 TFIDF_SETTINGS: dict[str, Any] = {

@@ -33,18 +33,17 @@ parent-child adjacency, ``node_chunks`` = the chunks a node covers, and the extr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..graphs.graph import graph_to_structure
 from ..params import check_fraction, check_positive_int
 from ..providers.base import LLM
 from ..providers.wrappers import complete_many
 from ..storage.structures import StructureData
 from .base import BuildContext, Builder, previous_structure, register_builder
-from .graph import Graph, csr
+from .graph import Graph, csr, graph_to_structure
 from .raptor_update import Cluster, grow
 from .tree import summary_request
 
@@ -117,7 +116,7 @@ class RaptorTree(Builder):
 
     name = "raptor_tree"
     uses_llm = True
-    runtime_params = ("max_concurrency",)
+    runtime_params: ClassVar[tuple[str, ...]] = ("max_concurrency",)
 
     def __init__(
         self,

@@ -25,17 +25,16 @@ the tree is built afresh (and a tree that had no layers, or loses a whole layer,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..graphs.graph import graph_from_structure
 from ..storage.structures import StructureData
+from .graph import graph_from_structure
 
 if TYPE_CHECKING:
     from ..providers.base import LLM
     from .base import BuildContext
-    from .raptor import RaptorTree
 
 DRIFT_LIMIT = 0.2
 """Leaves added plus removed since the last full build, as a fraction of the leaves it had,
@@ -47,6 +46,21 @@ an updated tree's recall is within the spread of fresh builds, but not its passa
 (the last 15% in file order) and 68.0 against 67.0 (a random 15%), the same top 5 for 43%
 and 37% of questions; two fresh builds in different orders differ by 1.9 points of recall@5
 (docs/performance.md)."""
+
+
+class TreeBuilder(Protocol):
+    """What growing a tree needs of its builder (:class:`paretorag.graphs.raptor.RaptorTree`)."""
+
+    runtime_params: ClassVar[tuple[str, ...]]
+    max_cluster_tokens: int
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def summarize(
+        self, ctx: BuildContext, llm: LLM, groups: list[list[str]]
+    ) -> tuple[list[str], np.ndarray]: ...
+
+    def _clusters(self, vectors: np.ndarray, tokens: np.ndarray) -> list[np.ndarray]: ...
 
 
 @dataclass
@@ -84,7 +98,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norm > 0, norm, 1.0)
 
 
-def _same_settings(builder: RaptorTree, prev: StructureData) -> bool:
+def _same_settings(builder: TreeBuilder, prev: StructureData) -> bool:
     settings = prev.meta.get("settings")
     if not isinstance(settings, dict) or prev.meta.get("reduction") != "pca":
         return False
@@ -93,7 +107,7 @@ def _same_settings(builder: RaptorTree, prev: StructureData) -> bool:
 
 
 def grow(
-    builder: RaptorTree,
+    builder: TreeBuilder,
     ctx: BuildContext,
     llm: LLM,
     prev: StructureData,
@@ -167,7 +181,7 @@ def grow(
 
 
 def _split(
-    builder: RaptorTree, ctx: BuildContext, kids: list[int], texts: list[str], vectors: np.ndarray
+    builder: TreeBuilder, ctx: BuildContext, kids: list[int], texts: list[str], vectors: np.ndarray
 ) -> list[list[int]]:
     """A changed cluster as it is, or clustered again when its texts exceed the limit."""
     tokens = np.asarray(ctx.tokenizer.count([texts[k] for k in kids]), dtype=np.int64)
