@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -30,14 +31,28 @@ def train_reader_command(
         "--max-abstain",
         help="Share of answerable held-out training questions the threshold may withhold.",
     ),
+    neural: bool = typer.Option(
+        False,
+        "--neural",
+        help="Train the neural span model instead (torch; resumes from OUT/checkpoint.pt; exports ONNX).",
+    ),
+    steps: int = typer.Option(2000, "--steps", help="With --neural: optimizer steps of 16 examples."),
+    cloze: int = typer.Option(
+        20_000, "--cloze", help="With --neural: synthetic cloze questions from the train corpora (0: none)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="With --neural: the seed of the data order and the heads."),
 ) -> None:
     """Train the reader: retrieve, extract candidates and features, fit LightGBM, choose the threshold."""
     from rich.console import Console
 
+    err = Console(stderr=True)
+    if neural:
+        _train_neural(err, data, out, steps=steps, cloze=cloze, seed=seed)
+        return
+
     from ..progress import RichProgress
     from .reader import TRAIN_SETS, collect, train
 
-    err = Console(stderr=True)
     if k < 1:
         err.print("[red]error[/] -k must be at least 1")
         raise typer.Exit(2)
@@ -57,6 +72,25 @@ def train_reader_command(
         f"wrote {out}: {meta['questions']} questions, {meta['rows']} candidates ({meta['positives']} positive), "
         f"held-out top-1 {meta['held_out_top1_accuracy']:.3f}, threshold {meta['threshold']:.3f}, sha256 {meta['sha256'][:12]}"
     )
+
+
+def _train_neural(err: Any, data: Path, out: Path, *, steps: int, cloze: int, seed: int) -> None:
+    """``train-reader --neural``: the span model of :mod:`paretorag.training.neural_reader`."""
+    from .neural_reader import train_neural_reader
+
+    if steps < 1 or cloze < 0:
+        err.print("[red]error[/] --steps must be at least 1 and --cloze at least 0")
+        raise typer.Exit(2)
+    err.print(
+        f"training the neural span reader: {steps} steps, {cloze} cloze questions, seed {seed} -> {out}"
+    )
+    try:
+        meta = train_neural_reader(data, out, steps=steps, cloze=cloze, seed=seed, progress=err.print)
+    except ParetoragError as exc:
+        err.print(f"[red]error[/] {exc}")
+        raise typer.Exit(1) from exc
+    files = ", ".join(sorted(meta.get("files", {})))
+    err.print(f"wrote {out}: {files}")
 
 
 def train_ranker_command(

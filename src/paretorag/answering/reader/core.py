@@ -21,6 +21,7 @@ sentence that best matches the question.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import ConfigError
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
@@ -41,6 +43,9 @@ from .stored import StoredSpans
 
 NOT_FOUND = "The documents do not contain an answer to this question."
 _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
+SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
+SPAN_MODES = ("fallback", "first", "off")
+SPAN_MIN = 0.5  # the span model's probability (a softmax over all its candidates) it must reach
 SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
 CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
 
@@ -103,6 +108,11 @@ class Reader:
         the training questions).
     evidence_sentences : int
         Supporting sentences shown with an answer (at most).
+    span_model : path, optional
+        Experimental: a neural span model folder (``paretorag train-reader --neural``);
+        default ``$PARETORAG_SPAN_MODEL``, else none. Its answer is taken when its
+        probability is at least ``span_min``: ``span_mode="fallback"`` where the candidate
+        ranker finds nothing above its threshold, ``"first"`` before the ranker, ``"off"``.
     """
 
     def __init__(
@@ -112,6 +122,9 @@ class Reader:
         model: Path | str | None = None,
         threshold: float | None = None,
         evidence_sentences: int = 2,
+        span_model: Path | str | None = None,
+        span_mode: str | None = None,
+        span_min: float = SPAN_MIN,
     ) -> None:
         self.embedder = embedder
         self.model = model
@@ -119,6 +132,19 @@ class Reader:
         self.evidence_sentences = evidence_sentences
         self._ranker: Ranker | None = None
         self._meta: dict[str, Any] | None = None
+        # the neural span model (experimental, off by default): a folder written by
+        # `paretorag train-reader --neural`, here or from $PARETORAG_SPAN_MODEL
+        self.span_model_dir = (
+            str(span_model) if span_model is not None else os.environ.get(SPAN_MODEL_ENV, "")
+        )
+        mode = span_mode if span_mode is not None else os.environ.get(SPAN_MODE_ENV, "fallback")
+        if mode not in SPAN_MODES:
+            raise ConfigError(
+                f"span model mode {mode!r}: use one of {', '.join(SPAN_MODES)} (${SPAN_MODE_ENV})"
+            )
+        self.span_mode = mode
+        self.span_min = span_min
+        self._span_model: Any = None
 
     @property
     def ranker(self) -> Ranker:
@@ -201,8 +227,14 @@ class Reader:
         followed = chain(info, reading)
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
+        read = self._span_model_read(question, reading, order, n_given, info, first=True)
+        if read is not None:
+            return read
         cands = admitted(info.expected, gather(reading))
         if not cands:
+            read = self._span_model_read(question, reading, order, n_given, info, first=False)
+            if read is not None:
+                return read
             return ReaderResult("", self._evidence(order, reading, 2), 0.0, False, "span", info.expected)
         probs = self.ranker.predict(features(info, reading, cands))
         top = int(np.argmax(probs))
@@ -210,6 +242,10 @@ class Reader:
         conf = float(probs[top])
         occ = reading.best_occurrence(cand)
         found = conf >= self.threshold
+        if not found:
+            read = self._span_model_read(question, reading, order, n_given, info, first=False)
+            if read is not None:
+                return read
         first = [occ.sentence] if found else []
         ev = self._evidence([*first, *order], reading, self.evidence_sentences)
         return ReaderResult(
@@ -220,6 +256,50 @@ class Reader:
             "span",
             info.expected,
             {"candidate": cand.text, "kind": cand.kind, "candidates": len(cands)},
+        )
+
+    @property
+    def span_model(self) -> Any:
+        """The neural span model (:mod:`.neural`), when one is configured; else None."""
+        if self._span_model is None and self.span_model_dir:
+            from .neural import load_span_model
+
+            self._span_model = load_span_model(self.span_model_dir)
+        return self._span_model
+
+    def _span_model_read(
+        self,
+        question: str,
+        reading: Reading,
+        order: np.ndarray,
+        n_given: int,
+        info: QuestionInfo,
+        *,
+        first: bool,
+    ) -> ReaderResult | None:
+        """The span model's answer when it reads one surely enough (``span_mode``: ``first`` asks it
+        before the candidate ranker, ``fallback`` only where the ranker finds nothing it trusts)."""
+        if self.span_mode == "off" or (self.span_mode == "first") != first or self.span_model is None:
+            return None
+        texts = [p.text for p in reading.passages[:n_given]]
+        spans = self.span_model.read(question, texts, top=3)
+        best = next((s for s in spans if s.kind == "span" and s.text.strip()), None)
+        if best is None or best.score < self.span_min:
+            return None
+        inside = [
+            i
+            for i in order
+            if int(reading.sent_passage[int(i)]) == best.passage and best.text in reading.sentences[int(i)]
+        ]
+        ev = self._evidence([*inside, *order], reading, self.evidence_sentences)
+        return ReaderResult(
+            best.text.strip(),
+            ev,
+            float(best.score),
+            True,
+            "span",
+            info.expected,
+            {"span_model": best.text, "passage": best.passage + 1, "score": round(best.score, 3)},
         )
 
     def _verdict(

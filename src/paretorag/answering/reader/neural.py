@@ -1,0 +1,318 @@
+"""The neural span reader at query time: ONNX Runtime and a tokenizer, no torch.
+
+A small BERT encoder (all-MiniLM-L6-v2 fine-tuned by
+:mod:`paretorag.training.neural_reader`) reads ``[CLS] question [SEP] passage [SEP]`` and
+gives a start and an end logit per token and four class logits on ``[CLS]``: span, yes,
+no, no-answer. A passage longer than the model's window is read in windows that overlap by
+``doc_stride`` tokens (the overlap, as in Hugging Face's ``run_qa``; not the step between
+window starts as in the original BERT SQuAD script), so every passage token is in at
+least one window (:func:`windows`). All windows of all passages of one question go
+through one ``session.run``.
+
+A span's score is a probability over every candidate of the question (the top spans of
+each window, and each window's yes and no): ``log P(class | window) + log P(start) + log
+P(end)`` for a span (start and end softmaxed over the window's passage tokens),
+``log P(yes | window)`` for yes, then a softmax across all of them.
+
+The folder holds ``reader.onnx`` (or ``reader-int8.onnx``), ``tokenizer.json`` and
+``neural.json`` with the sha256 of each ONNX file; :class:`SpanModel` checks the sha256
+before it opens a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, InputError, MissingDependencyError
+
+META_FILE = "neural.json"
+TOKENIZER_FILE = "tokenizer.json"
+VARIANTS = {"fp32": "reader.onnx", "int8": "reader-int8.onnx"}
+CLASSES = ("span", "yes", "no", "none")  # the order of the [CLS] head's logits
+MAX_LENGTH = 384
+DOC_STRIDE = 128
+MAX_QUESTION = 64
+MAX_ANSWER = 30  # tokens
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model input: the question and a stretch of one passage's tokens.
+
+    ``first`` is the position of the passage's first token in ``ids``; ``offsets`` maps
+    the window's passage tokens to character ``(start, end)`` in the passage text.
+    """
+
+    passage: int
+    ids: list[int]
+    type_ids: list[int]
+    first: int
+    offsets: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Span:
+    """An answer the model reads: a span of one passage, or ``yes`` / ``no``.
+
+    ``start``/``end`` are character offsets in ``passages[passage]`` (``-1`` for yes/no);
+    ``score`` is the softmax over every candidate of the question; ``yes``, ``no`` and
+    ``no_answer`` are the class probabilities of the window the answer came from.
+    """
+
+    text: str
+    passage: int
+    start: int
+    end: int
+    score: float
+    kind: str
+    yes: float
+    no: float
+    no_answer: float
+
+
+def windows(n_tokens: int, room: int, overlap: int = DOC_STRIDE) -> list[tuple[int, int]]:
+    """``[start, end)`` token ranges of at most ``room`` tokens covering ``0..n_tokens``.
+
+    Consecutive windows overlap by ``overlap`` tokens (less when ``room`` is small), and
+    the last one ends at ``n_tokens``; an empty passage gives one empty window.
+    """
+    if room < 1:
+        raise ConfigError(f"a window must hold at least one passage token, got room {room}")
+    overlap = min(overlap, room // 2)
+    out: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + room, n_tokens)
+        out.append((start, end))
+        if end >= n_tokens:
+            return out
+        start = end - overlap
+
+
+def load_tokenizer(path: Path | str) -> Any:
+    """The fast tokenizer of ``tokenizer.json`` with its truncation and padding turned off."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def encode(
+    tokenizer: Any,
+    question: str,
+    passages: list[str],
+    *,
+    max_length: int = MAX_LENGTH,
+    doc_stride: int = DOC_STRIDE,
+) -> list[Window]:
+    """Every window of every passage, ``[CLS] question [SEP] passage tokens [SEP]``."""
+    cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    q_ids = tokenizer.encode(question, add_special_tokens=False).ids[:MAX_QUESTION]
+    room = max_length - len(q_ids) - 3
+    head = [cls_id, *q_ids, sep_id]
+    out: list[Window] = []
+    encoded = tokenizer.encode_batch(list(passages), add_special_tokens=False)
+    for i, enc in enumerate(encoded):
+        for a, b in windows(len(enc.ids), room, doc_stride):
+            ids = [*head, *enc.ids[a:b], sep_id]
+            out.append(
+                Window(
+                    passage=i,
+                    ids=ids,
+                    type_ids=[0] * len(head) + [1] * (b - a + 1),
+                    first=len(head),
+                    offsets=[tuple(o) for o in enc.offsets[a:b]],
+                )
+            )
+    return out
+
+
+def batch_arrays(wins: list[Window]) -> dict[str, np.ndarray]:
+    """The windows padded into ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64)."""
+    width = max(len(w.ids) for w in wins)
+    ids = np.zeros((len(wins), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for r, w in enumerate(wins):
+        ids[r, : len(w.ids)] = w.ids
+        mask[r, : len(w.ids)] = 1
+        types[r, : len(w.type_ids)] = w.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def best_spans(
+    start: np.ndarray, end: np.ndarray, *, max_answer: int = MAX_ANSWER, top: int = 5
+) -> list[tuple[int, int, float]]:
+    """The ``top`` ``(i, j, start[i] + end[j])`` with ``i <= j < i + max_answer``, best first."""
+    n = len(start)
+    if n == 0:
+        return []
+    total = start[:, None] + end[None, :]
+    i, j = np.indices((n, n))
+    total = np.where((j >= i) & (j - i < max_answer), total, -np.inf)
+    flat = total.ravel()
+    k = min(top, int(np.isfinite(flat).sum()))
+    order = np.argpartition(-flat, k - 1)[:k]
+    order = order[np.argsort(-flat[order], kind="stable")]
+    return [(int(o // n), int(o % n), float(flat[o])) for o in order]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class SpanModel:
+    """The span reader of one model folder, on ONNX Runtime (CPU).
+
+    Parameters
+    ----------
+    folder : Path or str
+        Holds ``neural.json``, ``tokenizer.json`` and the ONNX file of ``variant``.
+    variant : {"fp32", "int8"}
+    threads : int
+        ``intra_op_num_threads`` of the session.
+    """
+
+    def __init__(self, folder: Path | str, *, variant: str = "fp32", threads: int = 2) -> None:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the neural reader needs onnxruntime: pip install 'paretorag[onnx]'"
+            ) from exc
+        if variant not in VARIANTS:
+            raise ConfigError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+        self.folder = Path(folder)
+        meta_path = self.folder / META_FILE
+        if not meta_path.is_file():
+            raise InputError(f"{meta_path} not found; train a model with `paretorag train-reader --neural`")
+        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        onnx_path = self.folder / VARIANTS[variant]
+        want = self.meta.get("files", {}).get(VARIANTS[variant], {}).get("sha256")
+        if not onnx_path.is_file() or want is None:
+            raise InputError(f"{onnx_path} is missing or not listed in {meta_path}; export the model again")
+        got = file_sha256(onnx_path)
+        if got != want:
+            raise InputError(
+                f"{onnx_path} has sha256 {got[:12]}… but {META_FILE} records {want[:12]}…; "
+                "the file was changed or damaged: export the model again"
+            )
+        self.variant = variant
+        self.max_length = int(self.meta.get("settings", {}).get("max_length", MAX_LENGTH))
+        self.doc_stride = int(self.meta.get("settings", {}).get("doc_stride", DOC_STRIDE))
+        self.tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+
+    def logits(self, wins: list[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start, end and class logits of the windows, in one ``session.run``."""
+        start, end, cls = self.session.run(None, batch_arrays(wins))
+        return start, end, cls
+
+    def read(self, question: str, passages: list[str], top: int = 5) -> list[Span]:
+        """The ``top`` answers to ``question`` over ``passages``, best first (empty with no passages)."""
+        if not passages:
+            return []
+        wins = encode(
+            self.tokenizer, question, passages, max_length=self.max_length, doc_stride=self.doc_stride
+        )
+        start, end, cls = self.logits(wins)
+        cands: list[tuple[float, str, int, int, int]] = []  # (log score, kind, window, i, j)
+        class_prob = np.exp(_log_softmax(cls))
+        for r, w in enumerate(wins):
+            n = len(w.offsets)
+            log_cls = _log_softmax(cls[r])
+            cands.append((float(log_cls[1]), "yes", r, -1, -1))
+            cands.append((float(log_cls[2]), "no", r, -1, -1))
+            if n == 0:
+                continue
+            s = _log_softmax(start[r, w.first : w.first + n])
+            e = _log_softmax(end[r, w.first : w.first + n])
+            for i, j, lp in best_spans(s, e, top=top):
+                cands.append((float(log_cls[0]) + lp, "span", r, i, j))
+        scores = np.array([c[0] for c in cands])
+        probs = np.exp(scores - scores.max())
+        probs /= probs.sum()
+        order = np.argsort(-probs, kind="stable")
+        out: list[Span] = []
+        seen: set[tuple[int, int, int] | str] = set()
+        for o in order:
+            _, kind, r, i, j = cands[o]
+            w = wins[r]
+            if kind == "span":
+                a, b = w.offsets[i][0], w.offsets[j][1]
+                key: tuple[int, int, int] | str = (w.passage, a, b)
+                text = passages[w.passage][a:b]
+            else:
+                a = b = -1
+                key = kind
+                text = kind
+            if key in seen:  # the same span read in two overlapping windows
+                continue
+            seen.add(key)
+            p = class_prob[r]
+            out.append(
+                Span(
+                    text=text,
+                    passage=w.passage,
+                    start=a,
+                    end=b,
+                    score=float(probs[o]),
+                    kind=kind,
+                    yes=float(p[1]),
+                    no=float(p[2]),
+                    no_answer=float(p[3]),
+                )
+            )
+            if len(out) >= top:
+                break
+        return out
+
+
+_LOADED: dict[str, SpanModel] = {}
+
+
+def load_span_model(folder: Path | str) -> SpanModel:
+    """The span model of ``folder`` (its int8 export when there is one), loaded once per process."""
+    path = Path(folder)
+    key = str(path.resolve())
+    model = _LOADED.get(key)
+    if model is None:
+        variant = "int8" if (path / VARIANTS["int8"]).is_file() else "fp32"
+        model = _LOADED[key] = SpanModel(path, variant=variant)
+    return model
+
+
+__all__ = [
+    "CLASSES",
+    "META_FILE",
+    "VARIANTS",
+    "Span",
+    "SpanModel",
+    "Window",
+    "best_spans",
+    "encode",
+    "load_span_model",
+    "windows",
+]

