@@ -272,7 +272,7 @@ def train_neural_reader(
     batch: int = 16,
     lr: float = 5e-5,
     warmup: float = 0.06,
-    cloze_share: float = 0.6,
+    cloze_share: float = 0.5,
     checkpoint_every: int = 100,
     bf16: bool = True,
     threads: int = 1,
