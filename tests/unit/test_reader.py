@@ -232,6 +232,24 @@ def test_why_question_is_not_answered_by_a_heading(onnx_minilm) -> None:
     assert "SIGKILL" in result.answer
 
 
+def test_why_question_is_not_answered_by_a_table_row(onnx_minilm) -> None:
+    """`make demo`'s second question got a README table row once the row named the index's
+    packages: a Markdown table row is not a sentence that answers a "why"."""
+    texts = [
+        Passage(
+            1,
+            "README",
+            "## The index on disk, and what survives a crash\n\n| | |\n| --- | --- |\n"
+            "| `storage/` | the index on disk: why an index survives a crash, see operations.md |\n\n"
+            "An `index` killed at any point, even by SIGKILL, leaves the last committed index loadable.",
+            0.9,
+        )
+    ]
+    result = Reader(onnx_minilm).read("Why does the index survive a crash?", texts)
+    assert result.kind == "sentence" and not result.answer.lstrip().startswith(("#", "|"))
+    assert "SIGKILL" in result.answer
+
+
 def test_empty_passages() -> None:
     result = Reader().read("Who is it?", [])
     assert not result.found and result.evidence == ()

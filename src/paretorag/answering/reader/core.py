@@ -204,8 +204,9 @@ class Reader:
             v = choose(info, reading) if info.expected == "choice" else yes_no(info, reading)
             return self._verdict(v, info, reading, order, n_given, info.expected)
         if sentence:
-            # a Markdown heading ("# Operations: crashes ...") is like the question, but says nothing
-            prose = [int(i) for i in order if not reading.sentences[int(i)].lstrip().startswith("#")]
+            # a Markdown heading ("# Operations: crashes ...") is like the question, but says
+            # nothing; nor does a table row ("| `src/` | packages by stage ... |")
+            prose = [int(i) for i in order if not reading.sentences[int(i)].lstrip().startswith(("#", "|"))]
             best = prose[0] if prose else int(order[0])
             # the sentence's similarity to the question (its term coverage without an embedder)
             sim = reading.dense[best] if self.embedder is not None else reading.terms[best]
