@@ -86,7 +86,8 @@ def _export_fp32(model_path: Path, target: Path) -> None:
         )
 
 
-def _quantize(source: Path, target: Path) -> None:
+def quantize(source: Path, target: Path) -> None:
+    """int8 weights (per channel), activations quantized on the fly (the embedder's and the span reader's)."""
     import logging
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -131,7 +132,7 @@ def export(model_path: Path, folder: Path, check: Check) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         _export_fp32(model_path, tmp / VARIANTS["fp32"])
-        _quantize(tmp / VARIANTS["fp32"], tmp / VARIANTS["int8"])
+        quantize(tmp / VARIANTS["fp32"], tmp / VARIANTS["int8"])
         files = {}
         for variant, name in VARIANTS.items():
             st = (tmp / name).stat()
@@ -166,4 +167,4 @@ def export(model_path: Path, folder: Path, check: Check) -> dict[str, Any]:
     return meta
 
 
-__all__ = ["EXPORT_VERSION", "META", "REFERENCE_TEXTS", "VARIANTS", "export", "file_sha256"]
+__all__ = ["EXPORT_VERSION", "META", "REFERENCE_TEXTS", "VARIANTS", "export", "file_sha256", "quantize"]

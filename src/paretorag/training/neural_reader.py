@@ -38,10 +38,10 @@ from ..answering.reader.neural import (
     TOKENIZER_FILE,
     VARIANTS,
     encode,
-    file_sha256,
     load_tokenizer,
 )
 from ..errors import ConfigError, InputError
+from ..providers.onnx_export import file_sha256, quantize
 from .neural_data import Example, cloze_examples, real_examples, training_files
 
 CHECKPOINT = "checkpoint.pt"
@@ -230,16 +230,6 @@ def export_onnx(net: Any, target: Path) -> None:
             opset_version=OPSET,
             dynamo=False,
         )
-
-
-def quantize(source: Path, target: Path) -> None:
-    """int8 weights (per channel), activations quantized on the fly."""
-    import logging
-
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
 
 
 def write_folder(net: Any, out_dir: Path, model_path: Path, meta: dict[str, Any]) -> dict[str, Any]:

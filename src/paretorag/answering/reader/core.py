@@ -228,14 +228,21 @@ class Reader:
         followed = chain(info, reading)
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
-        read = self._span_model_read(question, reading, order, n_given, info, first=True)
-        if read is not None:
-            return read
-        cands = admitted(info.expected, gather(reading))
-        if not cands:
-            read = self._span_model_read(question, reading, order, n_given, info, first=False)
+        if self.span_mode == "first":
+            read = self._span_model_read(question, reading, order, n_given, info)
             if read is not None:
                 return read
+        ranked = self._ranked(info, reading, order)
+        if not ranked.found and self.span_mode == "fallback":
+            read = self._span_model_read(question, reading, order, n_given, info)
+            if read is not None:
+                return read
+        return ranked
+
+    def _ranked(self, info: QuestionInfo, reading: Reading, order: np.ndarray) -> ReaderResult:
+        """The candidate ranker's answer: the most probable candidate span, withheld below the threshold."""
+        cands = admitted(info.expected, gather(reading))
+        if not cands:
             return ReaderResult("", self._evidence(order, reading, 2), 0.0, False, "span", info.expected)
         probs = self.ranker.predict(features(info, reading, cands))
         top = int(np.argmax(probs))
@@ -243,10 +250,6 @@ class Reader:
         conf = float(probs[top])
         occ = reading.best_occurrence(cand)
         found = conf >= self.threshold
-        if not found:
-            read = self._span_model_read(question, reading, order, n_given, info, first=False)
-            if read is not None:
-                return read
         first = [occ.sentence] if found else []
         ev = self._evidence([*first, *order], reading, self.evidence_sentences)
         return ReaderResult(
@@ -275,12 +278,10 @@ class Reader:
         order: np.ndarray,
         n_given: int,
         info: QuestionInfo,
-        *,
-        first: bool,
     ) -> ReaderResult | None:
         """The span model's answer when it reads one surely enough (``span_mode``: ``first`` asks it
         before the candidate ranker, ``fallback`` only where the ranker finds nothing it trusts)."""
-        if self.span_mode == "off" or (self.span_mode == "first") != first or self.span_model is None:
+        if self.span_model is None:
             return None
         texts = [p.text for p in reading.passages[:n_given]]
         spans = self.span_model.read(question, texts, top=3)

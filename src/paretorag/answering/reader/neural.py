@@ -21,7 +21,6 @@ before it opens a file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError, MissingDependencyError
+from ...providers.onnx_export import file_sha256
 
 META_FILE = "neural.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -168,14 +168,6 @@ def best_spans(
     order = np.argpartition(-flat, k - 1)[:k]
     order = order[np.argsort(-flat[order], kind="stable")]
     return [(int(o // n), int(o % n), float(flat[o])) for o in order]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class SpanModel:
