@@ -240,15 +240,20 @@ def test_train_reader_neural_refuses_bad_settings(tmp_path):
 
 
 class _ScriptedSpanModel:
-    """A scripted stand-in for :class:`SpanModel`: one span of passage 1 with a given probability."""
+    """A scripted stand-in for :class:`SpanModel`: one span of passage 1 with a given probability
+    (and its window's no-answer probability); it keeps the passages it was given."""
 
-    def __init__(self, text: str, score: float) -> None:
-        self.text, self.score, self.calls = text, score, 0
+    def __init__(self, text: str, score: float, no_answer: float = 0.1) -> None:
+        self.text, self.score, self.no_answer, self.calls = text, score, no_answer, 0
+        self.passages: list[str] = []
 
     def read(self, question, passages, top=5):
         self.calls += 1
+        self.passages = list(passages)
         start = passages[0].index(self.text)
-        return [nr.Span(self.text, 0, start, start + len(self.text), self.score, "span", 0.0, 0.0, 0.1)]
+        return [
+            nr.Span(self.text, 0, start, start + len(self.text), self.score, "span", 0.0, 0.0, self.no_answer)
+        ]
 
 
 def _story():
@@ -447,3 +452,58 @@ def test_weights_trained_elsewhere_export_to_a_checked_onnx_folder(tmp_path):
         f.write(b"\0")
     with pytest.raises(InputError, match="sha256 differs"):
         export_weights(weights, tmp_path / "again", model_path=base)
+
+
+def test_compare_mode_takes_the_span_model_where_it_is_surer_than_the_ranker():
+    from paretorag.answering.reader.core import SPAN_FLOOR, Reader
+
+    question = "On which moon did the crew pick up the new cook?"
+    reader = Reader(span_mode="off")
+    base = reader.read(question, _story())
+    sure = Reader(span_mode="compare")
+    sure._span_model = _ScriptedSpanModel("Phobos", max(base.confidence, SPAN_FLOOR) + 0.05)
+    result = sure.read(question, _story())
+    assert result.answer == "Phobos" and result.found and result.trace["span_model"] == "Phobos"
+    assert result.evidence[0].sentence == "We picked up our new cook on Phobos."
+    # a span model less sure than the ranker (or under the floor) leaves the ranker's answer
+    unsure = Reader(span_mode="compare")
+    unsure._span_model = _ScriptedSpanModel("Phobos", min(base.confidence, SPAN_FLOOR) - 0.01)
+    kept = unsure.read(question, _story())
+    assert (kept.answer, kept.confidence, kept.found) == (base.answer, base.confidence, base.found)
+    # a window whose class head finds "no answer" likeliest gives no span answer
+    declines = Reader(span_mode="compare")
+    declines._span_model = _ScriptedSpanModel("Phobos", 0.9, no_answer=0.6)
+    assert declines.read(question, _story()).answer == base.answer
+
+
+def test_a_long_passage_is_read_by_the_span_model_as_its_best_sentences():
+    from paretorag.answering.reader.candidates import Passage
+    from paretorag.answering.reader.core import SPAN_CHARS, Reader
+
+    filler = " ".join(f"Day {i} of the voyage passed in silence and nobody spoke." for i in range(60))
+    long = Passage(1, "log", f"{filler} We picked up our new cook on Phobos. {filler}", 0.9)
+    assert len(long.text) > 2 * SPAN_CHARS
+    reader = Reader(span_mode="first", span_min=0.5)
+    reader._span_model = scripted = _ScriptedSpanModel("Phobos", 0.9)
+    reader.read("On which moon did the crew pick up the new cook?", [long])
+    (text,) = scripted.passages  # sentence 61 of 121: past the 12 the other stages read
+    assert len(text) <= SPAN_CHARS and "We picked up our new cook on Phobos." in text
+    result = reader.read("On which moon did the crew pick up the new cook?", [long])
+    assert result.answer == "Phobos" and result.evidence[0].sentence == "We picked up our new cook on Phobos."
+
+
+def test_the_shipped_span_model_is_the_default_and_reads_an_answer(monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from paretorag.answering.reader.core import Reader, shipped_span_model
+
+    monkeypatch.delenv("PARETORAG_SPAN_MODEL", raising=False)
+    monkeypatch.delenv("PARETORAG_SPAN_MODE", raising=False)
+    reader = Reader()
+    assert reader.span_mode == "compare" and reader.span_model_dir == str(shipped_span_model())
+    model = reader.span_model
+    assert model.variant == "int8" and model.meta["training_files"]
+    spans = model.read(
+        "Where was the Nobel Peace Prize of 1999 given?",
+        ["Nobel Peace Prize\nThe Nobel Peace Prize of 1999 was given in Oslo to Doctors Without Borders."],
+    )
+    assert spans[0].kind == "span" and spans[0].text == "Oslo"

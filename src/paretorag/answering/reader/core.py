@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,11 @@ import numpy as np
 from ...errors import ConfigError
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
+from ...textutil import reading_sentences
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
 from .compare import Verdict, choose, yes_no
+from .neural import META_FILE
 from .question import QuestionInfo, analyze, known_entities
 from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
@@ -44,8 +47,11 @@ from .stored import StoredSpans
 NOT_FOUND = "The documents do not contain an answer to this question."
 _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
 SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
-SPAN_MODES = ("fallback", "first", "off")
-SPAN_MIN = 0.5  # the span model's probability (a softmax over all its candidates) it must reach
+SPAN_MODES = ("compare", "fallback", "first", "off")
+SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
+# in compare mode the span model's answer is taken where its probability is at least the other
+# stages' confidence and at least SPAN_FLOOR (below it, the reader abstains as before)
+SPAN_FLOOR = 0.1
 SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
 CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
 
@@ -109,10 +115,14 @@ class Reader:
     evidence_sentences : int
         Supporting sentences shown with an answer (at most).
     span_model : path, optional
-        Experimental: a neural span model folder (``paretorag train-reader --neural``);
-        default ``$PARETORAG_SPAN_MODEL``, else none. Its answer is taken when its
-        probability is at least ``span_min``: ``span_mode="fallback"`` where the candidate
-        ranker finds nothing above its threshold, ``"first"`` before the ranker, ``"off"``.
+        A neural span model folder (``paretorag train-reader --neural``); default
+        ``$PARETORAG_SPAN_MODEL``, else the shipped one (``paretorag/data/span``).
+    span_mode : str, optional
+        How its answer is used (default ``$PARETORAG_SPAN_MODE``, else ``compare``):
+        ``compare`` takes it over the chain's or the candidate ranker's answer where its
+        probability is at least their confidence (and at least :data:`SPAN_FLOOR`);
+        ``fallback`` where the ranker finds nothing above its threshold and ``first`` before
+        the ranker, each at probability ``span_min`` or more; ``off`` never asks it.
     """
 
     def __init__(
@@ -132,12 +142,14 @@ class Reader:
         self.evidence_sentences = evidence_sentences
         self._ranker: Ranker | None = None
         self._meta: dict[str, Any] | None = None
-        # the neural span model (experimental, off by default): a folder written by
-        # `paretorag train-reader --neural`, here or from $PARETORAG_SPAN_MODEL
+        # the neural span model: a folder written by `paretorag train-reader --neural`, given
+        # here or in $PARETORAG_SPAN_MODEL, else the shipped one
         self.span_model_dir = (
-            str(span_model) if span_model is not None else os.environ.get(SPAN_MODEL_ENV, "")
+            str(span_model)
+            if span_model is not None
+            else os.environ.get(SPAN_MODEL_ENV, "") or _shipped_or_none()
         )
-        mode = span_mode if span_mode is not None else os.environ.get(SPAN_MODE_ENV, "fallback")
+        mode = span_mode if span_mode is not None else os.environ.get(SPAN_MODE_ENV, "compare")
         if mode not in SPAN_MODES:
             raise ConfigError(
                 f"span model mode {mode!r}: use one of {', '.join(SPAN_MODES)} (${SPAN_MODE_ENV})"
@@ -226,6 +238,17 @@ class Reader:
             )
         n_given = len(reading.passages)
         followed = chain(info, reading)
+        if self.span_mode == "compare":
+            if followed is not None:
+                base = self._verdict(followed, info, reading, order, n_given, "chain")
+            else:
+                base = self._ranked(info, reading, order)
+            read = self._span_model_read(
+                question, reading, order, n_given, info, SPAN_FLOOR, refuse_none=True
+            )
+            if read is not None and read.confidence >= base.confidence:
+                return read
+            return base
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
         if self.span_mode == "first":
@@ -264,8 +287,8 @@ class Reader:
 
     @property
     def span_model(self) -> Any:
-        """The neural span model (:mod:`.neural`), when one is configured; else None."""
-        if self._span_model is None and self.span_model_dir:
+        """The neural span model (:mod:`.neural`), when one is configured and not off; else None."""
+        if self._span_model is None and self.span_model_dir and self.span_mode != "off":
             from .neural import load_span_model
 
             self._span_model = load_span_model(self.span_model_dir)
@@ -278,22 +301,26 @@ class Reader:
         order: np.ndarray,
         n_given: int,
         info: QuestionInfo,
+        floor: float | None = None,
+        refuse_none: bool = False,
     ) -> ReaderResult | None:
-        """The span model's answer when it reads one surely enough (``span_mode``: ``first`` asks it
-        before the candidate ranker, ``fallback`` only where the ranker finds nothing it trusts)."""
+        """The span model's best span when its probability reaches ``floor`` (default ``span_min``);
+        with ``refuse_none``, not where its window's class head finds "no answer" the likeliest class."""
         if self.span_model is None:
             return None
-        texts = [p.text for p in reading.passages[:n_given]]
+        texts = span_texts(question, reading.passages[:n_given])
         spans = self.span_model.read(question, texts, top=3)
         best = next((s for s in spans if s.kind == "span" and s.text.strip()), None)
-        if best is None or best.score < self.span_min:
+        if best is None or best.score < (self.span_min if floor is None else floor):
             return None
-        inside = [
-            i
-            for i in order
-            if int(reading.sent_passage[int(i)]) == best.passage and best.text in reading.sentences[int(i)]
-        ]
-        ev = self._evidence([*inside, *order], reading, self.evidence_sentences)
+        if refuse_none and best.no_answer > max(best.yes, best.no, 1.0 - best.yes - best.no - best.no_answer):
+            return None
+        # the evidence: the sentence that holds the span (it may lie past the sentences the
+        # other stages read), then the passages' best sentences
+        holder = next((x for x in reading_sentences(texts[best.passage]) if best.text in x), best.text)
+        first = Evidence(holder, reading.passages[best.passage].n)
+        rest = self._evidence(order, reading, self.evidence_sentences + 1)
+        ev = (first, *(e for e in rest if e.sentence != holder))[: self.evidence_sentences]
         return ReaderResult(
             best.text.strip(),
             ev,
@@ -422,4 +449,51 @@ def passages_of(items: Sequence[Any]) -> list[Passage]:
     ]
 
 
-__all__ = ["NOT_FOUND", "Evidence", "Reader", "ReaderLLM", "ReaderResult", "passages_of", "title_lookup"]
+SPAN_CHARS = 1600  # about one 384-token window of the span model per passage
+
+
+def span_texts(question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS) -> list[str]:
+    """What the span model reads of each passage: the whole text when it fits ``budget``
+    characters, else the passage's sentences that share the most content words with the
+    question, up to ``budget``, in their order in the passage (a 1,200-token chunk costs one
+    window instead of five, and any of its sentences can be chosen, not only the first ones)."""
+    terms = content_terms(question)
+    out = []
+    for p in passages:
+        if len(p.text) <= budget:
+            out.append(p.text)
+            continue
+        sents = reading_sentences(p.text)
+        ranked = sorted(range(len(sents)), key=lambda k: (-len(content_terms(sents[k]) & terms), k))
+        chosen: list[int] = []
+        used = 0
+        for k in ranked:
+            if chosen and used + len(sents[k]) > budget:
+                break
+            chosen.append(k)
+            used += len(sents[k]) + 1
+        out.append(" ".join(sents[k] for k in sorted(chosen)))
+    return out
+
+
+def shipped_span_model() -> Path:
+    """The folder of the span model shipped in the package (``paretorag/data/span``)."""
+    return Path(str(resources.files("paretorag") / "data" / "span"))
+
+
+def _shipped_or_none() -> str:
+    folder = shipped_span_model()
+    return str(folder) if (folder / META_FILE).is_file() else ""
+
+
+__all__ = [
+    "NOT_FOUND",
+    "Evidence",
+    "Reader",
+    "ReaderLLM",
+    "ReaderResult",
+    "passages_of",
+    "shipped_span_model",
+    "span_texts",
+    "title_lookup",
+]
