@@ -57,6 +57,7 @@ demo: setup
 	$(BIN)/paretorag index README.md docs --index demo-index --methods fusion
 	$(BIN)/paretorag query "What happens when indexing is killed halfway?" --index demo-index -k 3
 	$(BIN)/paretorag query "Why does the index survive a crash?" --index demo-index -k 3
+	$(BIN)/paretorag query "How many passages does the MuSiQue dev corpus have?" --index demo-index -k 3
 
 # the web page's test drives a real headless Chromium from Debian's packages (no browser download)
 browser:

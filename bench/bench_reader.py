@@ -4,7 +4,8 @@ With ``--subset``: retrieves each question's top 5 passages once (``--method``, 
 ``entity-walk``) from an eval index, then times ``Reader.read`` alone: ``cold`` with the
 reader's sentence-parse cache emptied before every question (a new question over new
 passages), ``warm`` on a later pass with every passage's parse cached (the same passages
-again). Prints one JSON object::
+again); once without the span model (``span_off``) and once with it (``span_compare``, the
+default). Prints one JSON object::
 
     python bench/bench_reader.py --index eval-out/.index-cache/musique_dev200-... --subset musique_dev200
 
@@ -67,37 +68,37 @@ def main() -> None:
     args.method = args.method or "entity-walk"
     ds = load_dataset(args.data, args.subset, limit=args.limit)
     rag = RAG.open(Path(args.index), create=False)
-    reader = Reader(rag.embedder)
     contexts = []
     for q in ds.questions:
         _, items = rag.retrieve(q.prompt(), args.method, k=5)
         contexts.append((q.prompt(), passages_of(items[:5])))
     lookup = title_lookup(rag.view)
-    reader.read("Who is it?", contexts[0][1], lookup)  # load spaCy and the model outside the timing
-    cold, warm = [], []
-    kinds: dict[str, int] = {}
-    for question, passages in contexts:
-        reader_spans._CACHE.clear()
-        t0 = time.perf_counter()
-        result = reader.read(question, passages, lookup)
-        cold.append(time.perf_counter() - t0)
-        kinds[result.kind] = kinds.get(result.kind, 0) + 1
-    for question, passages in contexts:  # fill the parse cache with every question's passages
-        reader.read(question, passages, lookup)
-    for question, passages in contexts:
-        t0 = time.perf_counter()
-        reader.read(question, passages, lookup)
-        warm.append(time.perf_counter() - t0)
-    out = {
+    out: dict[str, object] = {
         "subset": args.subset,
         "method": args.method,
         "questions": len(contexts),
         "passages": 5,
-        "cold": _summary(cold),
-        "warm": _summary(warm),
-        "kinds": kinds,
         "threads": os.environ.get("OMP_NUM_THREADS"),
     }
+    # the reader without and with the span model (span_mode off / compare), one after the other
+    for mode in ("off", "compare"):
+        reader = Reader(rag.embedder, span_mode=mode)
+        reader.read("Who is it?", contexts[0][1], lookup)  # load spaCy and the models outside the timing
+        cold, warm = [], []
+        kinds: dict[str, int] = {}
+        for question, passages in contexts:
+            reader_spans._CACHE.clear()
+            t0 = time.perf_counter()
+            result = reader.read(question, passages, lookup)
+            cold.append(time.perf_counter() - t0)
+            kinds[result.kind] = kinds.get(result.kind, 0) + 1
+        for question, passages in contexts:  # fill the parse cache with every question's passages
+            reader.read(question, passages, lookup)
+        for question, passages in contexts:
+            t0 = time.perf_counter()
+            reader.read(question, passages, lookup)
+            warm.append(time.perf_counter() - t0)
+        out[f"span_{mode}"] = {"cold": _summary(cold), "warm": _summary(warm), "kinds": kinds}
     print(json.dumps(out))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,21 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     assert data["found"] and "SIGKILL" in data["answer"] and data["citations"][0]["title"] == top["title"]
     makefile = (ROOT / "Makefile").read_text()
     readme = (ROOT / "README.md").read_text()
+    # the third question asks a short fact the README's results table states: a span, exactly
+    question = "How many passages does the MuSiQue dev corpus have?"
+    assert question in makefile
+    r = subprocess.run(
+        [*exe, "query", question, "--index", ix, "-k", "3", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    stated = re.search(r"musique_dev200 \(\d+ q, ([\d,]+) passages\)", readme)
+    assert stated is not None and data["found"] and data["answer"] == stated.group(1)
     assert "make demo" in readme and "make test" in readme
     assert "paretorag index README.md docs --index demo-index --methods fusion" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()

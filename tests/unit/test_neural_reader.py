@@ -454,26 +454,43 @@ def test_weights_trained_elsewhere_export_to_a_checked_onnx_folder(tmp_path):
         export_weights(weights, tmp_path / "again", model_path=base)
 
 
-def test_compare_mode_takes_the_span_model_where_it_is_surer_than_the_ranker():
-    from paretorag.answering.reader.core import SPAN_FLOOR, Reader
+def test_compare_mode_weighs_the_span_model_against_the_ranker():
+    from paretorag.answering.reader.core import SPAN_FLOOR, Reader, same_answer
 
     question = "On which moon did the crew pick up the new cook?"
-    reader = Reader(span_mode="off")
-    base = reader.read(question, _story())
-    sure = Reader(span_mode="compare")
-    sure._span_model = _ScriptedSpanModel("Phobos", max(base.confidence, SPAN_FLOOR) + 0.05)
-    result = sure.read(question, _story())
-    assert result.answer == "Phobos" and result.found and result.trace["span_model"] == "Phobos"
-    assert result.evidence[0].sentence == "We picked up our new cook on Phobos."
-    # a span model less sure than the ranker (or under the floor) leaves the ranker's answer
-    unsure = Reader(span_mode="compare")
-    unsure._span_model = _ScriptedSpanModel("Phobos", min(base.confidence, SPAN_FLOOR) - 0.01)
-    kept = unsure.read(question, _story())
-    assert (kept.answer, kept.confidence, kept.found) == (base.answer, base.confidence, base.found)
-    # a window whose class head finds "no answer" likeliest gives no span answer
-    declines = Reader(span_mode="compare")
-    declines._span_model = _ScriptedSpanModel("Phobos", 0.9, no_answer=0.6)
-    assert declines.read(question, _story()).answer == base.answer
+    base = Reader(span_mode="off").read(question, _story())
+    theirs = base.answer or base.trace["candidate"]
+    other = "Mars" if not same_answer(theirs, "Mars") else "Phobos"
+
+    def reader(text, score, no_answer=0.1):
+        r = Reader(span_mode="compare")
+        r._span_model = _ScriptedSpanModel(text, score, no_answer)
+        return r
+
+    # another answer, surer than the ranker (and above the floor): the span model's, with its sentence
+    won = reader(other, max(base.confidence, SPAN_FLOOR) + 0.05).read(question, _story())
+    assert won.answer == other and won.found and won.trace["span_model"] == other
+    assert other in won.evidence[0].sentence and won.evidence[0].n == 1
+    # less sure than the ranker, under the floor, or from a window that says "no answer": the ranker's
+    for r in (
+        reader(other, max(0.0, base.confidence - 0.01)),
+        reader(other, SPAN_FLOOR - 0.01) if base.confidence < SPAN_FLOOR - 0.01 else None,
+        reader(other, 0.95, no_answer=0.9),
+    ):
+        if r is not None:
+            kept = r.read(question, _story())
+            assert (kept.answer, kept.confidence, kept.found) == (base.answer, base.confidence, base.found)
+    # the same answer as the ranker's: their probabilities add up
+    both = reader(theirs, 0.3).read(question, _story())
+    assert same_answer(both.answer, theirs) and both.found
+    assert both.confidence == pytest.approx(min(1.0, base.confidence + 0.3))
+
+
+def test_same_answer_ignores_case_punctuation_and_articles():
+    from paretorag.answering.reader.core import same_answer
+
+    assert same_answer("Lima", "lima, Peru") and same_answer("the Beatles", "Beatles")
+    assert not same_answer("Lima", "Limassol") and not same_answer("", "x")
 
 
 def test_a_long_passage_is_read_by_the_span_model_as_its_best_sentences():

@@ -269,3 +269,16 @@ def test_known_entities_match_names_longest_first_and_fall_back_on_unknown_capit
     assert known_entities("Korvin met whom?", frozenset()) is None
     assert known_entities("who plays larry in lost in space", names) is None
     assert known_entities("What did I say?", frozenset()) == ()
+
+
+def test_a_file_name_title_is_never_a_candidate() -> None:
+    from paretorag.answering.reader.candidates import file_like, gather
+
+    passages = [
+        Passage(1, "captain_chaos", "We picked up our new cook on Phobos. Captain Chaos was glad.", 0.9),
+        Passage(2, "Andean Republic", "It is a country. Lima is its capital.", 0.5),
+    ]
+    reading = read_passages(analyze("What is the name of the new cook?"), passages, None)
+    texts = {c.text for c in gather(reading)}
+    assert "captain_chaos" not in texts and "Andean Republic" in texts
+    assert file_like("notes.md") and file_like("reader") and not file_like("iPhone")

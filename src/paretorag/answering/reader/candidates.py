@@ -312,7 +312,7 @@ def gather(reading: Reading) -> list[Candidate]:
                     Occurrence(Span(tail, "phrase", start, start + len(tail), "COPULA"), pi, si),
                 )
     for pi, p in enumerate(reading.passages):
-        if p.title and pi in first_sentence:
+        if p.title and pi in first_sentence and not file_like(p.title):
             si = first_sentence[pi]
             sent = reading.sentences[si]
             at = sent.lower().find(p.title.lower())
@@ -323,6 +323,12 @@ def gather(reading: Reading) -> list[Candidate]:
                 Occurrence(Span(p.title, "title", start, start + len(p.title), "TITLE"), pi, si),
             )
     return list(found.values())
+
+
+def file_like(title: str) -> bool:
+    """A title that is a file's name, not a page's ("captain_chaos", "reader", "notes.md"): no
+    capital letter anywhere. A user's file name is never the answer to a question about it."""
+    return not any(c.isupper() for c in title)
 
 
 def admitted(expected: str, cands: list[Candidate]) -> list[Candidate]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -241,14 +241,11 @@ class Reader:
         if self.span_mode == "compare":
             if followed is not None:
                 base = self._verdict(followed, info, reading, order, n_given, "chain")
+                if base.found:  # a chain that read every hop answers: it shows its hops
+                    return base
             else:
                 base = self._ranked(info, reading, order)
-            read = self._span_model_read(
-                question, reading, order, n_given, info, SPAN_FLOOR, refuse_none=True
-            )
-            if read is not None and read.confidence >= base.confidence:
-                return read
-            return base
+            return self._combined(question, base, reading, order, n_given, info)
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
         if self.span_mode == "first":
@@ -294,6 +291,71 @@ class Reader:
             self._span_model = load_span_model(self.span_model_dir)
         return self._span_model
 
+    def _combined(
+        self,
+        question: str,
+        base: ReaderResult,
+        reading: Reading,
+        order: np.ndarray,
+        n_given: int,
+        info: QuestionInfo,
+    ) -> ReaderResult:
+        """``compare`` mode: the other stages' answer (found or withheld) against the span model's.
+
+        Each answer's support is its probability; where the span model reads the same answer
+        as the chain or the ranker (:func:`same_answer`), their probabilities add up. The best
+        supported answer wins; a span the others did not read must reach :data:`SPAN_FLOOR` and
+        come from a window whose class head does not find "no answer" likeliest."""
+        if self.span_model is None:
+            return base
+        texts = span_texts(question, reading.passages[:n_given])
+        spans = [
+            s for s in self.span_model.read(question, texts, top=3) if s.kind == "span" and s.text.strip()
+        ]
+        theirs = base.answer or str(base.trace.get("candidate", ""))
+        agree = [s for s in spans if theirs and same_answer(s.text, theirs)]
+        support = base.confidence + sum(s.score for s in agree)
+        others = [s for s in spans if s not in agree]
+        top = max(others, key=lambda s: s.score, default=None)
+        if top is not None and top.score > support and top.score >= SPAN_FLOOR and not _says_none(top):
+            return self._span_result(top, texts, reading, order, info, top.score)
+        if not agree:
+            return base
+        if base.found:  # the same answer, surer: its confidence is the two probabilities' sum
+            trace = {**base.trace, "span_model": agree[0].text, "span_score": round(agree[0].score, 3)}
+            return replace(base, confidence=min(1.0, support), trace=trace)
+        # a withheld answer the span model reads too: answered with the span's evidence
+        if support < SPAN_FLOOR or _says_none(agree[0]):
+            return base
+        return self._span_result(agree[0], texts, reading, order, info, min(1.0, support))
+
+    def _span_result(
+        self,
+        best: Any,
+        texts: list[str],
+        reading: Reading,
+        order: np.ndarray,
+        info: QuestionInfo,
+        confidence: float,
+    ) -> ReaderResult:
+        """The span model's answer with the sentence that holds it first among the evidence (it
+        may lie past the sentences the other stages read), then the passages' best sentences."""
+        # the shortest sentence or line that holds the span (a Markdown table is one "sentence")
+        pieces = [x for line in texts[best.passage].splitlines() for x in reading_sentences(line)]
+        holder = min((x for x in pieces if best.text in x), key=len, default=best.text)
+        first = Evidence(holder, reading.passages[best.passage].n)
+        rest = self._evidence(order, reading, self.evidence_sentences + 1)
+        ev = (first, *(e for e in rest if e.sentence != holder))[: self.evidence_sentences]
+        return ReaderResult(
+            best.text.strip(),
+            ev,
+            float(confidence),
+            True,
+            "span",
+            info.expected,
+            {"span_model": best.text, "passage": best.passage + 1, "score": round(best.score, 3)},
+        )
+
     def _span_model_read(
         self,
         question: str,
@@ -301,35 +363,16 @@ class Reader:
         order: np.ndarray,
         n_given: int,
         info: QuestionInfo,
-        floor: float | None = None,
-        refuse_none: bool = False,
     ) -> ReaderResult | None:
-        """The span model's best span when its probability reaches ``floor`` (default ``span_min``);
-        with ``refuse_none``, not where its window's class head finds "no answer" the likeliest class."""
+        """``first`` / ``fallback`` mode: the span model's best span when its probability reaches ``span_min``."""
         if self.span_model is None:
             return None
         texts = span_texts(question, reading.passages[:n_given])
         spans = self.span_model.read(question, texts, top=3)
         best = next((s for s in spans if s.kind == "span" and s.text.strip()), None)
-        if best is None or best.score < (self.span_min if floor is None else floor):
+        if best is None or best.score < self.span_min:
             return None
-        if refuse_none and best.no_answer > max(best.yes, best.no, 1.0 - best.yes - best.no - best.no_answer):
-            return None
-        # the evidence: the sentence that holds the span (it may lie past the sentences the
-        # other stages read), then the passages' best sentences
-        holder = next((x for x in reading_sentences(texts[best.passage]) if best.text in x), best.text)
-        first = Evidence(holder, reading.passages[best.passage].n)
-        rest = self._evidence(order, reading, self.evidence_sentences + 1)
-        ev = (first, *(e for e in rest if e.sentence != holder))[: self.evidence_sentences]
-        return ReaderResult(
-            best.text.strip(),
-            ev,
-            float(best.score),
-            True,
-            "span",
-            info.expected,
-            {"span_model": best.text, "passage": best.passage + 1, "score": round(best.score, 3)},
-        )
+        return self._span_result(best, texts, reading, order, info, best.score)
 
     def _verdict(
         self, v: Verdict, info: QuestionInfo, reading: Reading, order: np.ndarray, n_given: int, kind: str
@@ -450,6 +493,24 @@ def passages_of(items: Sequence[Any]) -> list[Passage]:
 
 
 SPAN_CHARS = 1600  # about one 384-token window of the span model per passage
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def _norm(text: str) -> str:
+    text = "".join(c if c.isalnum() or c.isspace() else " " for c in text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Two answers name the same thing: equal, or one holds the other as whole words, once
+    lower-cased without punctuation and articles ("Lima" and "Lima, Peru")."""
+    x, y = _norm(a), _norm(b)
+    return bool(x) and bool(y) and (x == y or f" {x} " in f" {y} " or f" {y} " in f" {x} ")
+
+
+def _says_none(span: Any) -> bool:
+    """The span's window's class head finds "no answer" the likeliest of its four classes."""
+    return bool(span.no_answer > max(span.yes, span.no, 1.0 - span.yes - span.no - span.no_answer))
 
 
 def span_texts(question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS) -> list[str]:
@@ -472,7 +533,7 @@ def span_texts(question: str, passages: Sequence[Passage], budget: int = SPAN_CH
                 break
             chosen.append(k)
             used += len(sents[k]) + 1
-        out.append(" ".join(sents[k] for k in sorted(chosen)))
+        out.append("\n".join(sents[k] for k in sorted(chosen)))
     return out
 
 
@@ -493,6 +554,7 @@ __all__ = [
     "ReaderLLM",
     "ReaderResult",
     "passages_of",
+    "same_answer",
     "shipped_span_model",
     "span_texts",
     "title_lookup",
