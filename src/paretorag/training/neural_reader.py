@@ -445,9 +445,8 @@ def train_neural_reader(
     order = bucketed(order, [len(r["ids"]) for r in rows], batch, seed)
 
     # SDPA attention to train (faster on the CPU); the export below uses eager attention
-    encoder = AutoModel.from_pretrained(
-        str(model_path), attn_implementation="sdpa", torch_dtype=torch.float32
-    )
+    # fp32 whatever the stored dtype (a GPU machine gets fp16 base weights)
+    encoder = AutoModel.from_pretrained(str(model_path), attn_implementation="sdpa").float()
     net = build_net(encoder).to(device)
     no_decay = ("bias", "LayerNorm.weight")
     groups = [

@@ -49,8 +49,7 @@ _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\
 SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
 SPAN_MODES = ("compare", "fallback", "first", "off")
 SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
-# in compare mode the span model's answer is taken where its probability is at least the other
-# stages' confidence and at least SPAN_FLOOR (below it, the reader abstains as before)
+# in compare mode a span the other stages did not read needs at least this probability
 SPAN_FLOOR = 0.1
 SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
 CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
@@ -119,10 +118,11 @@ class Reader:
         ``$PARETORAG_SPAN_MODEL``, else the shipped one (``paretorag/data/span``).
     span_mode : str, optional
         How its answer is used (default ``$PARETORAG_SPAN_MODE``, else ``compare``):
-        ``compare`` takes it over the chain's or the candidate ranker's answer where its
-        probability is at least their confidence (and at least :data:`SPAN_FLOOR`);
-        ``fallback`` where the ranker finds nothing above its threshold and ``first`` before
-        the ranker, each at probability ``span_min`` or more; ``off`` never asks it.
+        ``compare`` weighs its spans against the chain's or the candidate ranker's answer,
+        their probabilities added where they read the same answer (:meth:`_combined`);
+        ``fallback`` takes its span where the ranker finds nothing above its threshold and
+        ``first`` before the ranker, each at probability ``span_min`` or more; ``off`` never
+        loads it.
     """
 
     def __init__(
