@@ -374,10 +374,19 @@ class RAG(IndexSession):
         llm.bind(CachedEmbedder(self.embedder, self.store), self.tokenizer)
         return llm
 
-    def _read(self, question: str, ctx: Context) -> tuple[Context, ReaderResult]:
-        """The reader's answer, and the context with any passage it fetched by title appended."""
+    def _plain_reader(self) -> Reader:
+        """The offline reader without its span model (``reader="reader-nospan"``)."""
+        with self._view_lock:
+            if self._nospan_reader is None:
+                self._nospan_reader = Reader(CachedEmbedder(self.embedder, self.store), span_mode="off")
+            return self._nospan_reader
+
+    def _read(self, question: str, ctx: Context, span: bool = True) -> tuple[Context, ReaderResult]:
+        """The reader's answer (``span=False``: without its span model), and the context with
+        any passage it fetched by title appended."""
         view = self.view
-        result = self._reader().read(
+        reader = self._reader() if span else self._plain_reader()
+        result = reader.read(
             question,
             passages_of(ctx.items),
             title_lookup(view),

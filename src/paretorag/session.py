@@ -137,6 +137,7 @@ class IndexSession:
         # who writes, as the next writer and `inspect` name it if this write is killed
         self.origin = f"a write by process {os.getpid()}"
         self._offline_reader: Reader | None = None  # the offline reader, made on the first answer
+        self._nospan_reader: Reader | None = None  # the same without its span model ("reader-nospan")
 
     # -- models ----------------------------------------------------------------
     def _base_llm(self) -> LLM:

@@ -119,3 +119,17 @@ def test_an_index_without_stored_spans_still_answers(tmp_path, minilm, docs, mon
     assert "reader_spans" not in old.manifest.structures
     assert stored_spans(old.view) is None
     assert _answers(old, questions) == expected
+
+
+def test_the_reader_without_its_span_model_answers_by_its_own_name(tmp_path, minilm, docs):
+    """``reader="reader-nospan"``: the same reader with the span model off (one eval run can hold both)."""
+    rag = RAG.open(tmp_path / "ix", embedder=minilm, chunk_size=200, chunk_overlap=20)
+    rag.index(docs)
+    question = "Who is the captain of the ship?"
+    plain = rag.query(question, k=3, reader="reader-nospan")
+    full = rag.query(question, k=3, reader="reader")
+    assert plain.answered_by == "reader-nospan" and full.answered_by == "reader"
+    assert rag._nospan_reader is not None and rag._nospan_reader.span_mode == "off"
+    assert rag._nospan_reader._span_model is None  # never loaded
+    assert rag._offline_reader is not None and rag._offline_reader.span_mode == "compare"
+    assert plain.found is not None and full.found is not None

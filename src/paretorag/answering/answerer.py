@@ -26,7 +26,9 @@ from .context import pack
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .reader.core import ReaderResult
 
-READERS = ("reader", "extractive", "llm")
+# "reader-nospan" is the offline reader without its span model (to compare the two in one eval run)
+READERS = ("reader", "reader-nospan", "extractive", "llm")
+OFFLINE_READERS = ("reader", "reader-nospan")
 
 
 @dataclass(frozen=True)
@@ -35,19 +37,21 @@ class AnswerModels:
 
     ``base_llm`` is the index's LLM; ``extractive`` the evidence-sentence answerer bound
     to the index's embedder; ``llm_for(usage, stage, base)`` wraps a model so its calls
-    are cached and counted; ``read(question, context)`` runs the offline reader and
-    returns the context with any passage it fetched by title appended.
+    are cached and counted; ``read(question, context, span)`` runs the offline reader (with
+    its span model or, ``span=False``, without) and returns the context with any passage it
+    fetched by title appended.
     """
 
     tokenizer: Tokenizer
     base_llm: Callable[[], LLM]
     extractive: Callable[[], LLM]
     llm_for: Callable[[Usage, str, LLM], LLM]
-    read: Callable[[str, Context], tuple[Context, ReaderResult]]
+    read: Callable[[str, Context, bool], tuple[Context, ReaderResult]]
 
 
 def choose_answerer(reader: str | None, base_llm: Callable[[], LLM]) -> str:
-    """Who answers: ``reader`` (the offline reader), ``extractive`` (evidence sentences) or ``llm``.
+    """Who answers: ``reader`` (the offline reader; ``reader-nospan`` without its span model),
+    ``extractive`` (evidence sentences) or ``llm``.
 
     ``None`` picks the index's LLM when it is generative, else the reader.
     """
@@ -91,8 +95,8 @@ def answer(
     evidence = retrieval.context_text
     warnings: list[str] = []
     read = None
-    if who == "reader":
-        ctx, read = models.read(question, ctx)
+    if who in OFFLINE_READERS:
+        ctx, read = models.read(question, ctx, who == "reader")
         text = read.text
         cites = citations(text, ctx)
         if on_token is not None:
@@ -153,7 +157,7 @@ def answer(
         evidence=[e.to_json() for e in read.evidence] if read is not None else [],
         confidence=read.confidence if read is not None else None,
         found=read.found if read is not None else None,
-        answered_by=who if who in ("", "reader", "extractive") else models.base_llm().name,
+        answered_by=who if who in ("", *OFFLINE_READERS, "extractive") else models.base_llm().name,
         trace=_trace(retrieval, ctx, b),
     )
 
@@ -173,4 +177,4 @@ def _trace(retrieval: Retrieval, ctx: Context, budget: Budget) -> dict[str, Any]
     return trace
 
 
-__all__ = ["READERS", "AnswerModels", "answer", "choose_answerer"]
+__all__ = ["OFFLINE_READERS", "READERS", "AnswerModels", "answer", "choose_answerer"]
