@@ -88,27 +88,26 @@ def test_cli_errors_are_clear(tmp_path):
 def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     """The README's `make demo` steps: index the project's docs, ask a question (real MiniLM)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    exe = [sys.executable, "-m", "paretorag.cli"]
     ix = str(tmp_path / "demo-index")
-    r = subprocess.run(
-        [*exe, "index", "README.md", "docs", "--index", ix, "--methods", "fusion"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+
+    def paretorag(*args: str) -> str:
+        r = subprocess.run(
+            [sys.executable, "-m", "paretorag.cli", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    paretorag("index", "README.md", "docs", "--index", ix, "--methods", "fusion")
+    data = json.loads(
+        paretorag(
+            "query", "What happens when indexing is killed halfway?", "--index", ix, "-k", "3", "--json"
+        )
     )
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run(
-        [*exe, "query", "What happens when indexing is killed halfway?", "--index", ix, "-k", "3", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    data = json.loads(r.stdout)
     assert len(data["contexts"]) == 3 and data["citations"]
     assert data["method"] == "fusion"  # the recommended method, as `make demo` asks without --method
     top = data["contexts"][0]  # the page on crashes (docs/operations.md), or the README's summary of it
@@ -119,16 +118,7 @@ def test_readme_demo_commands_in_a_real_subprocess(tmp_path):
     # the third question asks a short fact the README's results table states: a span, exactly
     question = "How many passages does the MuSiQue dev corpus have?"
     assert question in makefile
-    r = subprocess.run(
-        [*exe, "query", question, "--index", ix, "-k", "3", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
-    data = json.loads(r.stdout)
+    data = json.loads(paretorag("query", question, "--index", ix, "-k", "3", "--json"))
     stated = re.search(r"musique_dev200 \(\d+ q, ([\d,]+) passages\)", readme)
     assert stated is not None and data["found"] and data["answer"] == stated.group(1)
     assert "make demo" in readme and "make test" in readme

@@ -126,6 +126,18 @@ def test_cloze_declines_a_sentence_with_nothing_left_to_ask():
     assert cloze_question("Paris.", 0, 5, "GPE") is None
 
 
+def _tiny_config(transformers, **kw):
+    """A 1-layer, 32-wide BERT with the MiniLM vocabulary: trains and exports in seconds."""
+    return transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        **kw,
+    )
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A 1-layer random BERT with the MiniLM vocabulary, exported to ONNX as training would."""
@@ -138,15 +150,7 @@ def tiny_model(tmp_path_factory):
     from paretorag.training.neural_reader import build_net, write_folder
 
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=512,
-        attn_implementation="eager",
-    )
+    config = _tiny_config(transformers, attn_implementation="eager")
     net = build_net(transformers.BertModel(config, add_pooling_layer=False))
     folder = tmp_path_factory.mktemp("neural")
     write_folder(net, folder, Path(gt.get_model_path()), {"settings": {"max_length": 64, "doc_stride": 16}})
@@ -200,13 +204,7 @@ def test_a_stopped_run_resumes_to_the_weights_of_an_unbroken_one(tmp_path):
 
     base = tmp_path / "base"
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=37,
-    )
+    config = _tiny_config(transformers)
     transformers.BertModel(config, add_pooling_layer=False).save_pretrained(base)
     for name in TOKENIZER_FILES[:-1]:
         shutil.copyfile(Path(gt.get_model_path()) / name, base / name)
@@ -416,9 +414,7 @@ def test_weights_trained_elsewhere_export_to_a_checked_onnx_folder(tmp_path):
 
     base = tmp_path / "base"
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37
-    )
+    config = _tiny_config(transformers)
     transformers.BertModel(config, add_pooling_layer=False).save_pretrained(base)
     for name in TOKENIZER_FILES[:-1]:
         shutil.copyfile(Path(gt.get_model_path()) / name, base / name)

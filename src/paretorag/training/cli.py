@@ -95,19 +95,19 @@ def train_reader_command(
             err,
             data,
             out,
+            examples_out=examples_out,
+            from_weights=from_weights,
+            base_model=base_model,
+            weights_only=weights_only,
             steps=steps,
             cloze=cloze,
             seed=seed,
             batch=batch,
             cloze_share=cloze_share,
             extra=tuple(extra),
-            examples_out=examples_out,
             examples=examples,
             device=device,
-            weights_only=weights_only,
-            from_weights=from_weights,
             workers=workers,
-            base_model=base_model,
             max_seconds=max_seconds,
             checkpoint_every=checkpoint_every,
         )
@@ -142,31 +142,23 @@ def _train_neural(
     data: Path,
     out: Path,
     *,
-    steps: int,
-    cloze: int,
-    seed: int,
-    batch: int,
-    cloze_share: float,
-    extra: tuple[Path, ...],
     examples_out: Path | None,
-    examples: Path | None,
-    device: str,
-    weights_only: bool,
     from_weights: Path | None,
-    workers: int,
     base_model: Path | None,
-    max_seconds: float | None,
-    checkpoint_every: int,
+    weights_only: bool,
+    **train: Any,
 ) -> None:
-    """``train-reader --neural``: the span model of :mod:`paretorag.training.neural_reader`."""
+    """``train-reader --neural``: the span model of :mod:`paretorag.training.neural_reader`;
+    ``train`` holds :func:`~paretorag.training.neural_reader.train_neural_reader`'s settings."""
     from .neural_reader import export_weights, save_examples, train_neural_reader
 
-    if steps < 1 or cloze < 0 or batch < 1 or workers < 1 or checkpoint_every < 1:
+    steps, cloze, seed, batch = train["steps"], train["cloze"], train["seed"], train["batch"]
+    if steps < 1 or cloze < 0 or batch < 1 or train["workers"] < 1 or train["checkpoint_every"] < 1:
         err.print(
             "[red]error[/] --steps, --batch, --workers and --checkpoint-every must be at least 1 and --cloze at least 0"
         )
         raise typer.Exit(2)
-    if not 0.0 <= cloze_share <= 1.0:
+    if not 0.0 <= train["cloze_share"] <= 1.0:
         err.print("[red]error[/] --cloze-share must be in [0, 1]")
         raise typer.Exit(2)
     try:
@@ -175,28 +167,14 @@ def _train_neural(
             err.print(f"wrote {out}: {', '.join(sorted(meta.get('files', {})))}")
             return
         if examples_out is not None:
-            counts = save_examples(data, examples_out, cloze=cloze, seed=seed, extra=extra)
+            counts = save_examples(data, examples_out, cloze=cloze, seed=seed, extra=train["extra"])
             err.print(f"wrote {examples_out}: {sum(counts.values())} examples ({counts})")
             return
+        examples = train["examples"]
         made = f"the examples of {examples}" if examples is not None else f"{cloze} cloze questions"
         err.print(f"training the neural span reader: {steps} steps of {batch}, {made}, seed {seed} -> {out}")
         meta = train_neural_reader(
-            data,
-            out,
-            steps=steps,
-            cloze=cloze,
-            seed=seed,
-            batch=batch,
-            cloze_share=cloze_share,
-            extra=extra,
-            examples=examples,
-            device=device,
-            export=not weights_only,
-            workers=workers,
-            model_path=base_model,
-            max_seconds=max_seconds,
-            checkpoint_every=checkpoint_every,
-            progress=err.print,
+            data, out, export=not weights_only, model_path=base_model, progress=err.print, **train
         )
     except ParetoragError as exc:
         err.print(f"[red]error[/] {exc}")

@@ -103,17 +103,20 @@ def featurize(tokenizer: Any, ex: Example, max_length: int = MAX_LENGTH) -> dict
     """Token ids and labels of one example: the window holding the answer (the first one without)."""
     wins = encode(tokenizer, ex.question, [ex.context], max_length=max_length, doc_stride=DOC_STRIDE)
     label = CLASSES.index(ex.label)
-    if ex.label != "span":
-        w = wins[0]
+
+    def row(w: Any, s: int, e: int) -> dict[str, Any]:
         return {
             "ids": w.ids,
             "types": w.type_ids,
             "first": w.first,
             "n": len(w.offsets),
             "label": label,
-            "s": 0,
-            "e": 0,
+            "s": s,
+            "e": e,
         }
+
+    if ex.label != "span":
+        return row(wins[0], 0, 0)
     a, b = ex.answer_start, ex.answer_start + len(ex.answer)
     for w in wins:
         starts = [i for i, (x, y) in enumerate(w.offsets) if y > a]
@@ -122,15 +125,7 @@ def featurize(tokenizer: Any, ex: Example, max_length: int = MAX_LENGTH) -> dict
             continue
         i, j = starts[0], ends[-1]
         if w.offsets[i][0] <= a and w.offsets[j][1] >= b and i <= j:
-            return {
-                "ids": w.ids,
-                "types": w.type_ids,
-                "first": w.first,
-                "n": len(w.offsets),
-                "label": label,
-                "s": i,
-                "e": j,
-            }
+            return row(w, i, j)
     return None
 
 

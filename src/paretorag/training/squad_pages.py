@@ -46,6 +46,8 @@ _QA = re.compile(
     re.S,
 )
 _ANSWER = re.compile(r'<li><p><i>Answer \d+: </i><span class="answer">(.*?)</span></p></li>', re.S)
+# pinned, not one of textutil's lists: which of a repeated answer's occurrences is chosen, and so
+# the rebuilt file's sha256, depends on it
 _STOP = frozenset(
     [
         "the",

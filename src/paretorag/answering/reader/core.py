@@ -493,18 +493,12 @@ def passages_of(items: Sequence[Any]) -> list[Passage]:
 
 
 SPAN_CHARS = 1600  # about one 384-token window of the span model per passage
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def _norm(text: str) -> str:
-    text = "".join(c if c.isalnum() or c.isspace() else " " for c in text.lower())
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def same_answer(a: str, b: str) -> bool:
-    """Two answers name the same thing: equal, or one holds the other as whole words, once
-    lower-cased without punctuation and articles ("Lima" and "Lima, Peru")."""
-    x, y = _norm(a), _norm(b)
+    """Two answers name the same thing: their comparison keys (:func:`~.candidates.key`) are
+    equal, or one holds the other as whole words ("Lima" and "Lima, Peru")."""
+    x, y = key(a), key(b)
     return bool(x) and bool(y) and (x == y or f" {x} " in f" {y} " or f" {y} " in f" {x} ")
 
 
