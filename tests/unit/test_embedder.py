@@ -53,3 +53,53 @@ def test_cache_by_text_hash(tmp_path):
     b = CachedEmbedder(inner, Store(tmp_path)).embed(["z", "x y"])
     assert inner.seen == ["x y", "z"]  # served from the store
     np.testing.assert_array_equal(a[[1, 0]], b)
+
+
+def test_batches_hold_about_the_same_number_of_windows():
+    from paretorag.indexing.embed_cache import window_batches
+
+    assert window_batches(list("abcdef"), [1, 1, 30, 40, 70, 1], size=64) == [
+        ["a", "b", "c"],
+        ["d"],
+        ["e"],
+        ["f"],
+    ]
+    assert window_batches([], [], size=64) == []
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, int | None, list[int]]] = []
+
+    def task(self, description, total):
+        from contextlib import contextmanager
+
+        steps: list[int] = []
+        self.tasks.append((description, total, steps))
+
+        @contextmanager
+        def run():
+            class T:
+                def advance(self, n=1):
+                    steps.append(n)
+
+            yield T()
+
+        return run()
+
+
+def test_long_texts_are_batched_and_counted_by_window(tmp_path, minilm):
+    long = [
+        " ".join(f"Chunk {k} sentence {i} is about topic {i % 7}." for i in range(300)) for k in range(12)
+    ]
+    per_text = [len(minilm.windows(t)) for t in long]
+    assert min(per_text) >= 10  # each long text is many windows
+    progress = _Recording()
+    emb = CachedEmbedder(minilm, Store(tmp_path), progress)
+    assert [emb.windows(t) for t in long] == per_text and emb.windows("short") == 1
+    vecs = emb.embed([*long, "a short passage"])
+    np.testing.assert_allclose(vecs[0], minilm.embed([long[0]])[0], atol=1e-5)
+    ((label, total, steps),) = progress.tasks
+    assert total == sum(per_text) + 1 and sum(steps) == total
+    assert "13 texts" in label and f"{total} windows" in label
+    assert len(steps) >= sum(per_text) // 64  # the bar moves per batch of about 64 windows, not per 64 texts

@@ -164,6 +164,9 @@ def query(
             llm = llm or _configured("llm.model")()
             if index_dir is None:
                 raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
+            from .warmup import start
+
+            start(Path(index_dir), reader=reader, llm=llm, answer=not context_only)  # models load meanwhile
             from ..answering.llms import make_llm
             from ..rag import RAG
 

@@ -48,7 +48,6 @@ import numpy as np
 from ..errors import ConfigError, MissingDependencyError, ProviderError
 from ..types import Chunk, Document
 
-EMBED_BATCH = 64  # texts per embedding task (the same grouping as the single-process cache)
 EXTRACT_BATCH = 64  # chunks per spaCy task
 CHUNK_DOCS = 256  # documents per chunking task
 CHUNK_CHARS = 1 << 21  # ... or about this many characters, whichever comes first

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -25,13 +25,32 @@ from ..storage.store import Store, text_hash
 if TYPE_CHECKING:
     from .distributed import RayCluster
 
-EMBED_BATCH = 64
+EMBED_BATCH = 64  # windows per batch: a text longer than the model reads is several
+_T = TypeVar("_T")
 SPAN_SUFFIX = "#span"  # cache namespace of span vectors pooled from a text's own pass
 
 
 def span_key(text: str, span: tuple[int, int]) -> str:
     """Cache key of the vector of ``text[a:b]`` pooled from the pass over ``text``."""
     return text_hash(f"{span[0]}:{span[1]}\0{text}")
+
+
+def window_batches(items: Sequence[_T], windows: Sequence[int], size: int = EMBED_BATCH) -> list[list[_T]]:
+    """``items`` in order, in batches of at most ``size`` windows (``windows[i]``: those of
+    item ``i``; an item of more windows is a batch of its own), so that a batch of long
+    chunks costs what a batch of short passages does and the bar moves as often."""
+    out: list[list[_T]] = []
+    batch: list[_T] = []
+    used = 0
+    for item, n in zip(items, windows, strict=True):
+        if batch and used + n > size:
+            out.append(batch)
+            batch, used = [], 0
+        batch.append(item)
+        used += n
+    if batch:
+        out.append(batch)
+    return out
 
 
 class CachedEmbedder:
@@ -83,8 +102,11 @@ class CachedEmbedder:
         record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
             items = list(todo.items())
-            batches = [items[i : i + EMBED_BATCH] for i in range(0, len(items), EMBED_BATCH)]
-            with self._progress.task(description or "embedding", total=len(items)) as task:
+            counts = {h: self.windows(t) for h, t in items}
+            batches = window_batches(items, [counts[h] for h, _ in items])
+            with self._progress.task(
+                self._label(description, items, counts), total=sum(counts.values())
+            ) as task:
                 for b, vecs in self._vectors(batches):
                     check(self._cancel)
                     batch = batches[b]
@@ -94,12 +116,28 @@ class CachedEmbedder:
                     pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
-                    task.advance(len(batch))
+                    task.advance(sum(counts[h] for h, _ in batch))
                     pause_point("mid-embedding")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = found[h]
         return out
+
+    def windows(self, text: str) -> int:
+        """The model's passes over ``text``: its windows when it is longer than the model
+        reads (:meth:`~paretorag.providers.embedders.WindowedEmbedder.windows`), else 1."""
+        limit = getattr(self.inner, "max_tokens", None)
+        split = getattr(self.inner, "windows", None)
+        if limit is None or split is None or len(text) <= limit:
+            return 1
+        return max(1, len(split(text)))
+
+    @staticmethod
+    def _label(description: str, items: Sequence[object], counts: dict[str, int]) -> str:
+        """The bar's label; it counts windows, so it says how many texts they hold."""
+        label = description or "embedding"
+        n = sum(counts.values())
+        return label if n == len(items) else f"{label} ({len(items)} texts, {n} windows)"
 
     @property
     def pools_tokens(self) -> bool:
@@ -141,8 +179,11 @@ class CachedEmbedder:
         record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
             items = list(todo.items())
-            batches = [items[i : i + EMBED_BATCH] for i in range(0, len(items), EMBED_BATCH)]
-            with self._progress.task(description or "embedding", total=len(items)) as task:
+            counts = {h: self.windows(t) for h, (t, _) in items}
+            batches = window_batches(items, [counts[h] for h, _ in items])
+            with self._progress.task(
+                self._label(description, items, counts), total=sum(counts.values())
+            ) as task:
                 for b, (vecs, pooled) in self._span_vectors(batches):
                     check(self._cancel)
                     batch = batches[b]
@@ -160,7 +201,7 @@ class CachedEmbedder:
                     self._store.put_vectors(span_model, span_pairs)
                     found.update(pairs)
                     sfound.update(span_pairs)
-                    task.advance(len(batch))
+                    task.advance(sum(counts[h] for h, _ in batch))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = found[h]

@@ -372,19 +372,11 @@ class OnnxEmbedder(WindowedEmbedder):
 
 
 def make_session(path: Path) -> Any:
-    """An ONNX Runtime CPU session with all graph optimizations and the machine's threads."""
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        raise MissingDependencyError("the ONNX embedder needs onnxruntime: pip install onnxruntime") from exc
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = session_threads()
-    opts.inter_op_num_threads = 1
-    # no spin-waiting: a query is one short pass, and a spinning thread steals the core
-    # another process (or the other half of a 2-thread pass) needs
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    """The process's ONNX Runtime CPU session of ``path``: all graph optimizations, from the
+    pre-optimized copy in the cache (:mod:`.ort_session`), the machine's threads."""
+    from .ort_session import cpu_session
+
+    return cpu_session(path, threads=session_threads(), cache=cache_root())
 
 
 def reference_cosines(model_path: Path, folder: Path, meta: dict[str, Any]) -> dict[str, float]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import MissingDependencyError
-from .question_nlp import parser
+from .nlp import MODEL, load_spacy
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -65,6 +65,7 @@ LABEL_TYPE = {
 }
 
 _LOCK = threading.Lock()
+NOT_NER = ("tok2vec", "tagger", "parser", "senter", "attribute_ruler", "lemmatizer")
 _CACHE: OrderedDict[str, tuple[Span, ...]] = OrderedDict()
 _CACHE_SIZE = 20_000
 
@@ -80,18 +81,23 @@ class Span:
     label: str
 
 
+_NLP: list[Language] = []
+_NLP_LOCK = threading.Lock()
+
+
 def pipeline() -> Language:
-    """The small English model, loaded once per process and shared with the question's
-    parse (:func:`paretorag.providers.question_nlp.parser`); :func:`spans` runs its entity
-    recogniser alone."""
-    try:
-        return parser()
-    except MissingDependencyError as exc:
-        raise MissingDependencyError(f"the reader needs spaCy and its English model: {exc}") from exc
-
-
-def _ner_only(nlp: Language) -> list[str]:
-    return [name for name in nlp.pipe_names if name != "ner"]
+    """spaCy's entity recogniser alone (its other components left out: the recogniser reads
+    the tokens, not their tags), loaded once per process; its weights are those of every
+    other spaCy pipeline here (:func:`paretorag.providers.nlp.load_spacy`), the question's
+    parse included. A pipeline of its own, not the parser's with components switched off
+    for each call, which would switch them off for a thread parsing a question meanwhile."""
+    with _NLP_LOCK:
+        if not _NLP:
+            try:
+                _NLP.append(load_spacy("the reader", MODEL, exclude=NOT_NER))
+            except MissingDependencyError as exc:
+                raise MissingDependencyError(f"the reader needs spaCy and its English model: {exc}") from exc
+        return _NLP[0]
 
 
 def _pattern_spans(sentence: str, taken: list[tuple[int, int]]) -> list[Span]:
@@ -110,7 +116,7 @@ def parse(sentences: list[str], *, batch_size: int = 64) -> list[tuple[Span, ...
     nlp = pipeline()
     out = []
     for sentence, doc in zip(
-        sentences, nlp.pipe(sentences, batch_size=batch_size, disable=_ner_only(nlp)), strict=True
+        sentences, nlp.pipe(sentences, batch_size=batch_size), strict=True
     ):
         found = [
             Span(e.text, LABEL_TYPE[e.label_], e.start_char, e.end_char, e.label_)

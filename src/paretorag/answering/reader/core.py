@@ -21,24 +21,21 @@ sentence that best matches the question.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
 from ...textutil import reading_sentences
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
 from .compare import Verdict, choose, yes_no
-from .neural import META_FILE
+from .neural import configured_span_model, shipped_span_model
 from .question import QuestionInfo, analyze, known_entities
 from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
@@ -46,8 +43,6 @@ from .stored import StoredSpans
 
 NOT_FOUND = "The documents do not contain an answer to this question."
 _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
-SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
-SPAN_MODES = ("compare", "fallback", "first", "off")
 SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
 # in compare mode a span the other stages did not read needs at least this probability
 SPAN_FLOOR = 0.1
@@ -144,17 +139,7 @@ class Reader:
         self._meta: dict[str, Any] | None = None
         # the neural span model: a folder written by `paretorag train-reader --neural`, given
         # here or in $PARETORAG_SPAN_MODEL, else the shipped one
-        self.span_model_dir = (
-            str(span_model)
-            if span_model is not None
-            else os.environ.get(SPAN_MODEL_ENV, "") or _shipped_or_none()
-        )
-        mode = span_mode if span_mode is not None else os.environ.get(SPAN_MODE_ENV, "compare")
-        if mode not in SPAN_MODES:
-            raise ConfigError(
-                f"span model mode {mode!r}: use one of {', '.join(SPAN_MODES)} (${SPAN_MODE_ENV})"
-            )
-        self.span_mode = mode
+        self.span_model_dir, self.span_mode = configured_span_model(span_model, span_mode)
         self.span_min = span_min
         self._span_model: Any = None
 
@@ -308,7 +293,7 @@ class Reader:
         come from a window whose class head does not find "no answer" likeliest."""
         if self.span_model is None:
             return base
-        texts = span_texts(question, reading.passages[:n_given])
+        texts = span_texts(question, reading.passages[:n_given], model=self.span_model)
         spans = [
             s for s in self.span_model.read(question, texts, top=3) if s.kind == "span" and s.text.strip()
         ]
@@ -367,7 +352,7 @@ class Reader:
         """``first`` / ``fallback`` mode: the span model's best span when its probability reaches ``span_min``."""
         if self.span_model is None:
             return None
-        texts = span_texts(question, reading.passages[:n_given])
+        texts = span_texts(question, reading.passages[:n_given], model=self.span_model)
         spans = self.span_model.read(question, texts, top=3)
         best = next((s for s in spans if s.kind == "span" and s.text.strip()), None)
         if best is None or best.score < self.span_min:
@@ -507,38 +492,38 @@ def _says_none(span: Any) -> bool:
     return bool(span.no_answer > max(span.yes, span.no, 1.0 - span.yes - span.no - span.no_answer))
 
 
-def span_texts(question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS) -> list[str]:
+def span_texts(
+    question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS, model: Any = None
+) -> list[str]:
     """What the span model reads of each passage: the whole text when it fits ``budget``
     characters, else the passage's sentences that share the most content words with the
-    question, up to ``budget``, in their order in the passage (a 1,200-token chunk costs one
-    window instead of five, and any of its sentences can be chosen, not only the first ones)."""
+    question, in their order in the passage (a 1,200-token chunk costs one window instead of
+    five, and any of its sentences can be chosen, not only the first ones), up to ``budget``
+    characters, or, given the span ``model``, up to the tokens one of its windows holds
+    beside the question (its ``window_room``: 1,600 characters of a paper's text can be 500
+    tokens, two windows)."""
     terms = content_terms(question)
+    room = getattr(model, "window_room", None)
     out = []
     for p in passages:
         if len(p.text) <= budget:
             out.append(p.text)
             continue
         sents = reading_sentences(p.text)
+        if room is not None:
+            cap, sep, sizes = room(question), 0, model.token_counts(sents)
+        else:
+            cap, sep, sizes = budget, 1, [len(x) for x in sents]
         ranked = sorted(range(len(sents)), key=lambda k: (-len(content_terms(sents[k]) & terms), k))
         chosen: list[int] = []
         used = 0
         for k in ranked:
-            if chosen and used + len(sents[k]) > budget:
+            if chosen and used + sizes[k] > cap:
                 break
             chosen.append(k)
-            used += len(sents[k]) + 1
+            used += sizes[k] + sep
         out.append("\n".join(sents[k] for k in sorted(chosen)))
     return out
-
-
-def shipped_span_model() -> Path:
-    """The folder of the span model shipped in the package (``paretorag/data/span``)."""
-    return Path(str(resources.files("paretorag") / "data" / "span"))
-
-
-def _shipped_or_none() -> str:
-    folder = shipped_span_model()
-    return str(folder) if (folder / META_FILE).is_file() else ""
 
 
 __all__ = [

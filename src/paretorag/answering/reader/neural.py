@@ -22,14 +22,19 @@ before it opens a file.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, InputError, MissingDependencyError
+from ...providers.onnx_embedder import cache_root
 from ...providers.onnx_export import file_sha256
+from ...providers.ort_session import cpu_session
 
 META_FILE = "neural.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -184,7 +189,7 @@ class SpanModel:
 
     def __init__(self, folder: Path | str, *, variant: str = "fp32", threads: int = 2) -> None:
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401
         except ImportError as exc:
             raise MissingDependencyError(
                 "the neural reader needs onnxruntime: pip install 'paretorag[onnx]'"
@@ -210,12 +215,16 @@ class SpanModel:
         self.max_length = int(self.meta.get("settings", {}).get("max_length", MAX_LENGTH))
         self.doc_stride = int(self.meta.get("settings", {}).get("doc_stride", DOC_STRIDE))
         self.tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(onnx_path, threads=threads, cache=cache_root())
+
+    def window_room(self, question: str) -> int:
+        """Passage tokens one window holds beside ``question`` (as :func:`encode` builds it)."""
+        q_ids = self.tokenizer.encode(question, add_special_tokens=False).ids[:MAX_QUESTION]
+        return self.max_length - len(q_ids) - 3
+
+    def token_counts(self, texts: list[str]) -> list[int]:
+        """The word-pieces of each text, as a window's passage part counts them."""
+        return [len(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def logits(self, wins: list[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start, end and class logits of the windows, in one ``session.run``."""
@@ -256,6 +265,8 @@ class SpanModel:
                 a, b = w.offsets[i][0], w.offsets[j][1]
                 key: tuple[int, int, int] | str = (w.passage, a, b)
                 text = passages[w.passage][a:b]
+                if "\n" in text:  # across a line break: two lines of a list or of a condensed passage
+                    continue
             else:
                 a = b = -1
                 key = kind
@@ -282,17 +293,45 @@ class SpanModel:
         return out
 
 
+SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
+SPAN_MODES = ("compare", "fallback", "first", "off")
+
+
+def shipped_span_model() -> Path:
+    """The folder of the span model shipped in the package (``paretorag/data/span``)."""
+    return Path(str(resources.files("paretorag") / "data" / "span"))
+
+
+def configured_span_model(folder: Path | str | None = None, mode: str | None = None) -> tuple[str, str]:
+    """The span model folder and mode a reader uses: the given ones, else ``$PARETORAG_SPAN_MODEL``
+    (else the shipped model, "" when there is none) and ``$PARETORAG_SPAN_MODE`` (else ``compare``)."""
+    if folder is not None:
+        where = str(folder)
+    else:
+        shipped = shipped_span_model()
+        where = os.environ.get(SPAN_MODEL_ENV, "") or (
+            str(shipped) if (shipped / META_FILE).is_file() else ""
+        )
+    how = mode if mode is not None else os.environ.get(SPAN_MODE_ENV, "compare")
+    if how not in SPAN_MODES:
+        raise ConfigError(f"span model mode {how!r}: use one of {', '.join(SPAN_MODES)} (${SPAN_MODE_ENV})")
+    return where, how
+
+
 _LOADED: dict[str, SpanModel] = {}
+_LOAD_LOCK = threading.Lock()
 
 
 def load_span_model(folder: Path | str) -> SpanModel:
-    """The span model of ``folder`` (its int8 export when there is one), loaded once per process."""
+    """The span model of ``folder`` (its int8 export when there is one), loaded once per process
+    (a call while another thread loads it waits for that load)."""
     path = Path(folder)
     key = str(path.resolve())
-    model = _LOADED.get(key)
-    if model is None:
-        variant = "int8" if (path / VARIANTS["int8"]).is_file() else "fp32"
-        model = _LOADED[key] = SpanModel(path, variant=variant)
+    with _LOAD_LOCK:
+        model = _LOADED.get(key)
+        if model is None:
+            variant = "int8" if (path / VARIANTS["int8"]).is_file() else "fp32"
+            model = _LOADED[key] = SpanModel(path, variant=variant)
     return model
 
 

@@ -1,0 +1,109 @@
+"""ONNX Runtime sessions from a pre-optimized copy, kept per process; the cold query's warm-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+from paretorag.answering.reader.neural import (  # noqa: E402
+    VARIANTS,
+    batch_arrays,
+    encode,
+    load_span_model,
+    shipped_span_model,
+)
+from paretorag.cli import warmup  # noqa: E402
+from paretorag.providers import ort_session  # noqa: E402
+
+MODEL = shipped_span_model() / VARIANTS["int8"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sessions():
+    ort_session.forget_sessions()
+    yield
+    ort_session.forget_sessions()
+
+
+def _feeds() -> dict[str, np.ndarray]:
+    model = load_span_model(shipped_span_model())
+    texts = ["The lighthouse keeper counted the ships that passed Cape Wrath in 1912.", "None came back."]
+    return batch_arrays(encode(model.tokenizer, "Who counted the ships?", texts))
+
+
+def _plain(path: Path) -> object:
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def test_a_session_from_the_optimized_copy_computes_the_same_numbers(tmp_path):
+    feeds = _feeds()
+    session = ort_session.cpu_session(MODEL, threads=1, cache=tmp_path)
+    copy = ort_session.optimized_path(MODEL, tmp_path)
+    assert copy.is_file() and copy.parent == tmp_path / ort_session.OPTIMIZED_DIR
+    for got, want in zip(session.run(None, feeds), _plain(MODEL).run(None, feeds), strict=True):
+        assert np.array_equal(got, want)
+    # one session per file and threads in a process; other threads settings get their own
+    assert ort_session.cpu_session(MODEL, threads=1, cache=tmp_path) is session
+    assert ort_session.cpu_session(MODEL, threads=2, cache=tmp_path) is not session
+
+
+def test_a_damaged_copy_is_dropped_and_the_model_file_serves(tmp_path):
+    feeds = _feeds()
+    ort_session.cpu_session(MODEL, threads=1, cache=tmp_path)
+    copy = ort_session.optimized_path(MODEL, tmp_path)
+    copy.write_bytes(b"not a model")
+    ort_session.forget_sessions()
+    session = ort_session.cpu_session(MODEL, threads=1, cache=tmp_path)
+    assert not copy.exists()
+    assert np.array_equal(session.run(None, feeds)[0], _plain(MODEL).run(None, feeds)[0])
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_model_file_to_serve(tmp_path):
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder would be")
+    session = ort_session.cpu_session(MODEL, threads=1, cache=blocked)
+    assert session.run(None, _feeds())[0].shape[0] == 2
+    assert list(tmp_path.iterdir()) == [blocked]
+
+
+def _index(tmp_path: Path, config: dict[str, object]) -> Path:
+    ix = tmp_path / "ix"
+    ix.mkdir(parents=True)
+    (ix / "manifest.json").write_text(json.dumps({"config": config}))
+    return ix
+
+
+def test_the_warm_up_starts_what_the_query_will_load(tmp_path):
+    ix = _index(tmp_path, {"embedder": "minilm", "llm": "extractive"})
+    assert warmup.plan(ix, reader=None, llm=None, answer=True) == ("minilm", True)
+    assert warmup.plan(ix, reader="extractive", llm=None, answer=True) == ("minilm", False)
+    assert warmup.plan(ix, reader=None, llm=None, answer=False) == ("minilm", False)
+    assert warmup.plan(ix, reader=None, llm="openai:gpt-4o-mini", answer=True) == ("minilm", False)
+    assert warmup.plan(ix, reader="reader", llm="openai:gpt-4o-mini", answer=True) == ("minilm", True)
+    generative = _index(tmp_path / "g", {"embedder": "hash:64", "llm": "openai:gpt-4o-mini"})
+    assert warmup.plan(generative, reader=None, llm=None, answer=True) == (None, False)
+    assert warmup.start(generative, reader=None, llm=None, answer=True) is None
+    assert warmup.plan(tmp_path / "missing", reader=None, llm=None, answer=True) == (None, False)
+
+
+def test_the_warmed_span_model_is_the_one_the_reader_uses(tmp_path, monkeypatch):
+    from paretorag.answering.reader import neural
+
+    monkeypatch.setattr(neural, "_LOADED", {})
+    ix = _index(tmp_path, {"embedder": "hash:64", "llm": "extractive"})
+    thread = warmup.start(ix, reader=None, llm=None, answer=True)
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    (warmed,) = neural._LOADED.values()
+    from paretorag.answering.reader.core import Reader
+
+    assert Reader().span_model is warmed
