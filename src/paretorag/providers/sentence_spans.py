@@ -115,9 +115,7 @@ def parse(sentences: list[str], *, batch_size: int = 64) -> list[tuple[Span, ...
         return []
     nlp = pipeline()
     out = []
-    for sentence, doc in zip(
-        sentences, nlp.pipe(sentences, batch_size=batch_size), strict=True
-    ):
+    for sentence, doc in zip(sentences, nlp.pipe(sentences, batch_size=batch_size), strict=True):
         found = [
             Span(e.text, LABEL_TYPE[e.label_], e.start_char, e.end_char, e.label_)
             for e in doc.ents

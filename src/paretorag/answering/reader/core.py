@@ -293,7 +293,7 @@ class Reader:
         come from a window whose class head does not find "no answer" likeliest."""
         if self.span_model is None:
             return base
-        texts = span_texts(question, reading.passages[:n_given], model=self.span_model)
+        texts = span_texts(question, reading.passages[:n_given])
         spans = [
             s for s in self.span_model.read(question, texts, top=3) if s.kind == "span" and s.text.strip()
         ]
@@ -352,7 +352,7 @@ class Reader:
         """``first`` / ``fallback`` mode: the span model's best span when its probability reaches ``span_min``."""
         if self.span_model is None:
             return None
-        texts = span_texts(question, reading.passages[:n_given], model=self.span_model)
+        texts = span_texts(question, reading.passages[:n_given])
         spans = self.span_model.read(question, texts, top=3)
         best = next((s for s in spans if s.kind == "span" and s.text.strip()), None)
         if best is None or best.score < self.span_min:
@@ -492,36 +492,27 @@ def _says_none(span: Any) -> bool:
     return bool(span.no_answer > max(span.yes, span.no, 1.0 - span.yes - span.no - span.no_answer))
 
 
-def span_texts(
-    question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS, model: Any = None
-) -> list[str]:
+def span_texts(question: str, passages: Sequence[Passage], budget: int = SPAN_CHARS) -> list[str]:
     """What the span model reads of each passage: the whole text when it fits ``budget``
     characters, else the passage's sentences that share the most content words with the
-    question, in their order in the passage (a 1,200-token chunk costs one window instead of
-    five, and any of its sentences can be chosen, not only the first ones), up to ``budget``
-    characters, or, given the span ``model``, up to the tokens one of its windows holds
-    beside the question (its ``window_room``: 1,600 characters of a paper's text can be 500
-    tokens, two windows)."""
+    question, up to ``budget``, in their order in the passage (a 1,200-token chunk costs one
+    or two windows instead of five, and any of its sentences can be chosen, not only the
+    first ones)."""
     terms = content_terms(question)
-    room = getattr(model, "window_room", None)
     out = []
     for p in passages:
         if len(p.text) <= budget:
             out.append(p.text)
             continue
         sents = reading_sentences(p.text)
-        if room is not None:
-            cap, sep, sizes = room(question), 0, model.token_counts(sents)
-        else:
-            cap, sep, sizes = budget, 1, [len(x) for x in sents]
         ranked = sorted(range(len(sents)), key=lambda k: (-len(content_terms(sents[k]) & terms), k))
         chosen: list[int] = []
         used = 0
         for k in ranked:
-            if chosen and used + sizes[k] > cap:
+            if chosen and used + len(sents[k]) > budget:
                 break
             chosen.append(k)
-            used += sizes[k] + sep
+            used += len(sents[k]) + 1
         out.append("\n".join(sents[k] for k in sorted(chosen)))
     return out
 
