@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -94,16 +95,50 @@ def test_the_warm_up_starts_what_the_query_will_load(tmp_path):
     assert warmup.plan(tmp_path / "missing", reader=None, llm=None, answer=True) == (None, False)
 
 
+CHILD = """
+import json, sys, threading
+from pathlib import Path
+
+class Watch:
+    seen = []
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread().name == "paretorag-warm-up":
+            self.seen.append(name)
+        return None
+
+from paretorag.cli import warmup
+from paretorag.providers import ort_session
+watch = Watch()
+sys.meta_path.insert(0, watch)
+thread = warmup.start(Path(sys.argv[1]), reader=None, llm=None, answer=True)
+thread.join(timeout=120)
+print(json.dumps({"alive": thread.is_alive(), "seen": watch.seen, "sessions": len(ort_session._SESSIONS)}))
+"""
+
+
+def test_the_warm_up_thread_imports_nothing_in_a_fresh_process(tmp_path):
+    """Run where nothing is loaded yet, as in a cold ``paretorag query``: a module the thread
+    imported while the main thread imports the reader could be handed half-initialized."""
+    import subprocess
+
+    ix = _index(tmp_path, {"embedder": "minilm", "llm": "extractive"})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ix)], capture_output=True, text=True, timeout=180, check=True
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"alive": False, "seen": [], "sessions": 2}, (
+        out.stderr
+    )  # the embedder's and the span model's
+
+
 def test_the_warmed_span_model_is_the_one_the_reader_uses(tmp_path, monkeypatch):
     from paretorag.answering.reader import neural
+    from paretorag.answering.reader.core import Reader
 
     monkeypatch.setattr(neural, "_LOADED", {})
     ix = _index(tmp_path, {"embedder": "hash:64", "llm": "extractive"})
     thread = warmup.start(ix, reader=None, llm=None, answer=True)
     assert thread is not None
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    (warmed,) = neural._LOADED.values()
-    from paretorag.answering.reader.core import Reader
-
-    assert Reader().span_model is warmed
+    thread.join(timeout=120)
+    (session,) = ort_session._SESSIONS.values()
+    assert Reader().span_model.session is session

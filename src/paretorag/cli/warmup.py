@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from types import ModuleType
 
+from ..answering.span_files import SPAN_THREADS, VARIANTS, configured_span_model, loaded_variant
 from ..errors import ParetoragError
 
 OFFLINE_LLMS = ("extractive", "reader")  # index LLMs whose answers the offline reader gives
@@ -42,29 +44,56 @@ def plan(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool) 
     return embedder, span
 
 
-def _warm(embedder: str | None, span: bool) -> None:
+def _warm(
+    embedder: str | None,
+    model: Path | None,
+    span_file: Path | None,
+    onnx_embedder: ModuleType,
+    ort_session: ModuleType,
+) -> None:
+    """The thread's work: sessions only, through modules the caller imported (no import here)."""
     try:
-        if embedder is not None:
-            from ..providers.embedder_spec import make_embedder
-
-            make_embedder(embedder).load()
-        if span:
-            from ..answering.reader.neural import configured_span_model, load_span_model
-
-            folder, mode = configured_span_model()
-            if folder and mode != "off":
-                load_span_model(folder)
+        if embedder is not None and model is not None:
+            variant = "int8" if embedder.endswith("-int8") else "fp32"
+            export = onnx_embedder.Export.load(onnx_embedder.export_dir(model))
+            if export is not None and (
+                variant != "fp32" or export.cosine("fp32") >= onnx_embedder.MIN_COSINE
+            ):
+                onnx_embedder.make_session(export.path(variant))
+        if span_file is not None:
+            ort_session.cpu_session(span_file, threads=SPAN_THREADS, cache=onnx_embedder.cache_root())
     except (ParetoragError, OSError, ValueError, RuntimeError):
         return  # the query meets the same error and reports it
 
 
 def start(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool) -> threading.Thread | None:
-    """Start the warm-up thread for a query on ``index_dir`` (None when there is nothing to start)."""
+    """Start the warm-up thread for a query on ``index_dir`` (None when there is nothing to start).
+
+    What the thread calls is imported here first: a module that two threads import at once
+    can be handed half-initialized to one of them when their imports wait on each other
+    (a package's ``__init__`` on one side, one of its modules on the other), which is what
+    the thread importing the reader's own modules did."""
     embedder, span = plan(index_dir, reader=reader, llm=llm, answer=answer)
-    if embedder is None and not span:
+    span_file = None
+    if span:
+        folder, mode = configured_span_model()
+        if folder and mode != "off":
+            span_file = Path(folder) / VARIANTS[loaded_variant(folder)]
+    try:
+        import onnxruntime  # noqa: F401
+
+        from ..providers import onnx_embedder, ort_session
+    except ImportError:
+        return None
+    model = None
+    if embedder is not None and onnx_embedder.backend_setting() != "torch":
+        model = onnx_embedder.default_model_path()  # imports the model's package: here, not on the thread
+    if model is None and span_file is None:
         return None
     # not a daemon: the interpreter waits for it at exit, since ONNX Runtime aborts the process
     # when it is torn down while a thread is still creating a session in it
-    thread = threading.Thread(target=_warm, args=(embedder, span), name="paretorag-warm-up")
+    thread = threading.Thread(
+        target=_warm, args=(embedder, model, span_file, onnx_embedder, ort_session), name="paretorag-warm-up"
+    )
     thread.start()
     return thread

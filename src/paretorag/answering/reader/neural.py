@@ -22,10 +22,8 @@ before it opens a file.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +33,19 @@ from ...errors import ConfigError, InputError, MissingDependencyError
 from ...providers.onnx_embedder import cache_root
 from ...providers.onnx_export import file_sha256
 from ...providers.ort_session import cpu_session
+from ..span_files import (
+    META_FILE,
+    SPAN_MODE_ENV,
+    SPAN_MODEL_ENV,
+    SPAN_MODES,
+    SPAN_THREADS,
+    TOKENIZER_FILE,
+    VARIANTS,
+    configured_span_model,
+    loaded_variant,
+    shipped_span_model,
+)
 
-META_FILE = "neural.json"
-TOKENIZER_FILE = "tokenizer.json"
-VARIANTS = {"fp32": "reader.onnx", "int8": "reader-int8.onnx"}
 CLASSES = ("span", "yes", "no", "none")  # the order of the [CLS] head's logits
 MAX_LENGTH = 384
 DOC_STRIDE = 128
@@ -187,7 +194,7 @@ class SpanModel:
         ``intra_op_num_threads`` of the session.
     """
 
-    def __init__(self, folder: Path | str, *, variant: str = "fp32", threads: int = 2) -> None:
+    def __init__(self, folder: Path | str, *, variant: str = "fp32", threads: int = SPAN_THREADS) -> None:
         try:
             import onnxruntime  # noqa: F401
         except ImportError as exc:
@@ -301,31 +308,6 @@ class SpanModel:
         return out
 
 
-SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
-SPAN_MODES = ("compare", "fallback", "first", "off")
-
-
-def shipped_span_model() -> Path:
-    """The folder of the span model shipped in the package (``paretorag/data/span``)."""
-    return Path(str(resources.files("paretorag") / "data" / "span"))
-
-
-def configured_span_model(folder: Path | str | None = None, mode: str | None = None) -> tuple[str, str]:
-    """The span model folder and mode a reader uses: the given ones, else ``$PARETORAG_SPAN_MODEL``
-    (else the shipped model, "" when there is none) and ``$PARETORAG_SPAN_MODE`` (else ``compare``)."""
-    if folder is not None:
-        where = str(folder)
-    else:
-        shipped = shipped_span_model()
-        where = os.environ.get(SPAN_MODEL_ENV, "") or (
-            str(shipped) if (shipped / META_FILE).is_file() else ""
-        )
-    how = mode if mode is not None else os.environ.get(SPAN_MODE_ENV, "compare")
-    if how not in SPAN_MODES:
-        raise ConfigError(f"span model mode {how!r}: use one of {', '.join(SPAN_MODES)} (${SPAN_MODE_ENV})")
-    return where, how
-
-
 _LOADED: dict[str, SpanModel] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -338,20 +320,25 @@ def load_span_model(folder: Path | str) -> SpanModel:
     with _LOAD_LOCK:
         model = _LOADED.get(key)
         if model is None:
-            variant = "int8" if (path / VARIANTS["int8"]).is_file() else "fp32"
-            model = _LOADED[key] = SpanModel(path, variant=variant)
+            model = _LOADED[key] = SpanModel(path, variant=loaded_variant(path))
     return model
 
 
 __all__ = [
     "CLASSES",
     "META_FILE",
+    "SPAN_MODEL_ENV",
+    "SPAN_MODES",
+    "SPAN_MODE_ENV",
+    "TOKENIZER_FILE",
     "VARIANTS",
     "Span",
     "SpanModel",
     "Window",
     "best_spans",
+    "configured_span_model",
     "encode",
     "load_span_model",
+    "shipped_span_model",
     "windows",
 ]
