@@ -143,3 +143,22 @@ def test_backend_setting(monkeypatch):
     monkeypatch.setenv(ox.THREADS_ENV, "0")
     with pytest.raises(ConfigError, match=ox.THREADS_ENV):
         ox.session_threads()
+
+
+def test_length_batches_keep_short_windows_apart_from_long_ones():
+    from paretorag.providers.onnx_embedder import length_batches
+
+    lengths = [256, 256, 256, 256, 40, 256, 256, 100, 30]
+    batches = length_batches(lengths, 3)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= 3 and max(lengths[i] for i in b) <= 4 / 3 * min(lengths[i] for i in b)
+    assert length_batches([10] * 5, 2) == [[0, 1], [2, 3], [4]]
+
+
+def test_vectors_depend_on_the_batch_in_their_last_bits_only(onnx_minilm):
+    long = " ".join(f"Sentence {i} talks about topic {i % 7} in some detail." for i in range(80))
+    texts = ["a short passage", long, "another short one about Lisbon", long[:300]]
+    together = onnx_minilm.embed(texts)
+    for i, t in enumerate(texts):
+        np.testing.assert_allclose(together[i], onnx_minilm.embed([t])[0], atol=1e-6)

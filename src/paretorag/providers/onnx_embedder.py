@@ -329,11 +329,10 @@ class OnnxEmbedder(WindowedEmbedder):
         return self._enc_tok
 
     def _hidden(self, encs: list[Any]) -> list[F32]:
-        """Last-layer states of each encoding (with [CLS]/[SEP]), batched by length."""
+        """Last-layer states of each encoding (with [CLS]/[SEP]), batched by length
+        (:func:`length_batches`)."""
         out: list[F32] = [np.zeros((0, 0), np.float32)] * len(encs)
-        order = np.argsort([len(e.ids) for e in encs], kind="stable")
-        for start in range(0, len(encs), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in length_batches([len(e.ids) for e in encs], self.batch_size):
             width = max(len(encs[j].ids) for j in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -369,6 +368,20 @@ class OnnxEmbedder(WindowedEmbedder):
             vector = _normalize(states.mean(axis=0, keepdims=True))[0]
             out.append((states[keep], offsets, vector))
         return out
+
+
+def length_batches(lengths: list[int], size: int, spread: float = 4 / 3) -> list[list[int]]:
+    """Indices of ``lengths`` in ascending length order, in batches of at most ``size`` whose
+    longest is at most ``spread`` times their shortest: a long chunk's short last window is
+    not padded to its 256-token neighbours. Padding is masked, so a row's states depend on
+    its batch in their last bits only (1e-7)."""
+    out: list[list[int]] = []
+    for j in np.argsort(lengths, kind="stable").tolist():
+        if out and len(out[-1]) < size and lengths[j] <= spread * max(lengths[out[-1][0]], 1):
+            out[-1].append(j)
+        else:
+            out.append([j])
+    return out
 
 
 def make_session(path: Path) -> Any:
