@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("retrieval.operators",),
     ("retrieval.methods",),
     ("retrieval.catalog",),
-    ("indexing",),
+    ("indexing", "answering.span_files"),
     ("answering.reader", "answering.context"),
     ("answering.answer",),
     ("answering.mapreduce", "answering.llms"),
