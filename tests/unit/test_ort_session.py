@@ -142,3 +142,26 @@ def test_the_warmed_span_model_is_the_one_the_reader_uses(tmp_path, monkeypatch)
     thread.join(timeout=120)
     (session,) = ort_session._SESSIONS.values()
     assert Reader().span_model.session is session
+
+
+def test_a_changed_model_file_gets_a_new_copy_and_the_old_one_goes(tmp_path):
+    import os
+    import shutil
+
+    model = tmp_path / "m" / "reader-int8.onnx"
+    model.parent.mkdir()
+    shutil.copyfile(MODEL, model)
+    other = tmp_path / "n" / "reader-int8.onnx"  # another model file of the same name stays
+    other.parent.mkdir()
+    shutil.copyfile(MODEL, other)
+    cache = tmp_path / "cache"
+    ort_session.cpu_session(model, threads=1, cache=cache)
+    ort_session.cpu_session(other, threads=1, cache=cache)
+    first = ort_session.optimized_path(model, cache)
+    st = model.stat()
+    os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # the model file changed
+    ort_session.cpu_session(model, threads=1, cache=cache)
+    second = ort_session.optimized_path(model, cache)
+    assert second != first and second.is_file() and not first.exists()
+    assert ort_session.optimized_path(other, cache).is_file()
+    assert len(list((cache / ort_session.OPTIMIZED_DIR).iterdir())) == 2
