@@ -230,7 +230,7 @@ class SpanModel:
 
         Per window, not one padded batch: the int8 model quantizes its activations with
         one scale per batch, so in a batch a window's logits moved with its neighbours'
-        (by up to 2 on the story windows of ``tests``), and a passage's answer with the
+        (by up to 2.0 over the windows of a QuALITY story), and a passage's answer with the
         other passages retrieved; and a passage's short last window was padded to the
         others' 384 tokens. On a CPU one window fills the matrix units as a batch does:
         five 1,200-token chunks (8 windows) read in 0.22-0.25 s, 0.42-0.47 s as one batch.
