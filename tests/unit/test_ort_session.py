@@ -78,7 +78,7 @@ def test_a_cache_that_cannot_be_written_leaves_the_model_file_to_serve(tmp_path)
 def _index(tmp_path: Path, config: dict[str, object]) -> Path:
     ix = tmp_path / "ix"
     ix.mkdir(parents=True)
-    (ix / "manifest.json").write_text(json.dumps({"config": config}))
+    (ix / "manifest.json").write_text(json.dumps({"format_version": 1, "config": config}))
     return ix
 
 

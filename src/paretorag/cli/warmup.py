@@ -15,37 +15,36 @@ to meet and report.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from types import ModuleType
 
 from ..answering.span_files import SPAN_THREADS, VARIANTS, configured_span_model, loaded_variant
 from ..errors import ParetoragError
+from ..providers.embedder_spec import minilm_variant
+from ..storage.manifest import Manifest
 
 OFFLINE_LLMS = ("extractive", "reader")  # index LLMs whose answers the offline reader gives
-LOCAL_EMBEDDERS = ("minilm", "minilm-int8", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8")
 
 
 def plan(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool) -> tuple[str | None, bool]:
-    """What to start for a query: the embedder spec (None: nothing local to start) and whether
-    the span reader will read (``reader``, ``llm``: the query's options; ``answer``: not
-    ``--context-only``)."""
+    """What to start for a query: the index's embedder spec when it is the packaged MiniLM
+    (None: another embedder, nothing local to start) and whether the span reader will read
+    (``reader``, ``llm``: the query's options; ``answer``: not ``--context-only``)."""
     try:
-        config = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8")).get("config", {})
-    except (OSError, ValueError, AttributeError):
+        manifest = Manifest.load(index_dir)
+    except ParetoragError:
+        return None, False  # the query reports it
+    if manifest is None:
         return None, False
-    if not isinstance(config, dict):
-        return None, False
-    spec = config.get("embedder", "minilm")
-    embedder = spec if spec in LOCAL_EMBEDDERS else None
-    offline = llm is None and config.get("llm") in OFFLINE_LLMS
+    offline = llm is None and manifest.config.llm in OFFLINE_LLMS
     span = answer and (reader == "reader" or (reader is None and offline))
-    return embedder, span
+    spec = manifest.config.embedder
+    return (spec if minilm_variant(spec) is not None else None), span
 
 
 def _warm(
-    embedder: str | None,
+    variant: str | None,
     model: Path | None,
     span_file: Path | None,
     onnx_embedder: ModuleType,
@@ -53,13 +52,8 @@ def _warm(
 ) -> None:
     """The thread's work: sessions only, through modules the caller imported (no import here)."""
     try:
-        if embedder is not None and model is not None:
-            variant = "int8" if embedder.endswith("-int8") else "fp32"
-            export = onnx_embedder.Export.load(onnx_embedder.export_dir(model))
-            if export is not None and (
-                variant != "fp32" or export.cosine("fp32") >= onnx_embedder.MIN_COSINE
-            ):
-                onnx_embedder.make_session(export.path(variant))
+        if variant is not None and model is not None:
+            onnx_embedder.start_session(model, variant)
         if span_file is not None:
             ort_session.cpu_session(span_file, threads=SPAN_THREADS, cache=onnx_embedder.cache_root())
     except (ParetoragError, OSError, ValueError, RuntimeError):
@@ -74,6 +68,7 @@ def start(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool)
     (a package's ``__init__`` on one side, one of its modules on the other), which is what
     the thread importing the reader's own modules did."""
     embedder, span = plan(index_dir, reader=reader, llm=llm, answer=answer)
+    variant = minilm_variant(embedder) if embedder is not None else None
     span_file = None
     if span:
         folder, mode = configured_span_model()
@@ -86,14 +81,14 @@ def start(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool)
     except ImportError:
         return None
     model = None
-    if embedder is not None and onnx_embedder.backend_setting() != "torch":
+    if variant is not None and onnx_embedder.backend_setting() != "torch":
         model = onnx_embedder.default_model_path()  # imports the model's package: here, not on the thread
     if model is None and span_file is None:
         return None
     # not a daemon: the interpreter waits for it at exit, since ONNX Runtime aborts the process
     # when it is torn down while a thread is still creating a session in it
     thread = threading.Thread(
-        target=_warm, args=(embedder, model, span_file, onnx_embedder, ort_session), name="paretorag-warm-up"
+        target=_warm, args=(variant, model, span_file, onnx_embedder, ort_session), name="paretorag-warm-up"
     )
     thread.start()
     return thread

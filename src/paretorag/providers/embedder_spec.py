@@ -9,6 +9,15 @@ from .embedders import DEFAULT_MODEL, HashEmbedder, OpenAIEmbedder, SentenceTran
 from .onnx_embedder import minilm
 
 
+def minilm_variant(spec: str | None) -> str | None:
+    """The packaged MiniLM's variant a spec names ("fp32" or "int8"), None for another embedder."""
+    if spec is None or spec in ("minilm", DEFAULT_MODEL):
+        return "fp32"
+    if spec in ("minilm-int8", f"{DEFAULT_MODEL}-int8"):
+        return "int8"
+    return None
+
+
 def make_embedder(spec: str | None) -> Any:
     """An embedder from a spec: None/"minilm" (default), "minilm-int8", "hash[:DIM]", "st:PATH",
     "openai:MODEL:DIM".
@@ -17,10 +26,9 @@ def make_embedder(spec: str | None) -> Any:
     (``$PARETORAG_EMBEDDER_BACKEND``, :mod:`paretorag.providers.onnx_embedder`); both have
     the same name, so an index embedded by one is queried by the other.
     """
-    if spec is None or spec in ("minilm", DEFAULT_MODEL):
-        return minilm()
-    if spec in ("minilm-int8", f"{DEFAULT_MODEL}-int8"):
-        return minilm("int8")
+    variant = minilm_variant(spec)
+    if variant is not None or spec is None:
+        return minilm(variant or "fp32")
     if spec.startswith("hash"):
         _, _, dim = spec.partition(":")
         return HashEmbedder(int(dim) if dim else 64)

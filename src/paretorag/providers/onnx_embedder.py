@@ -370,6 +370,15 @@ class OnnxEmbedder(WindowedEmbedder):
         return out
 
 
+def start_session(model_path: Path, variant: str) -> None:
+    """Make the process's session of ``variant`` now if its export exists and serves, as
+    :meth:`OnnxEmbedder.load` would; never exports and imports nothing, so another thread may
+    call it (:mod:`paretorag.cli.warmup`) while the query imports the rest."""
+    export = Export.load(export_dir(model_path))
+    if export is not None and (variant != "fp32" or export.cosine("fp32") >= MIN_COSINE):
+        make_session(export.path(variant))
+
+
 def length_batches(lengths: list[int], size: int, spread: float = 4 / 3) -> list[list[int]]:
     """Indices of ``lengths`` in ascending length order, in batches of at most ``size`` whose
     longest is at most ``spread`` times their shortest: a long chunk's short last window is
