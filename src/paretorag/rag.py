@@ -81,6 +81,7 @@ class RAG(IndexSession):
         embedder: str | Embedder | None = None,
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
+        chunking: str | None = None,
         workers: int | None = None,
         embed_titles: bool | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
@@ -110,6 +111,10 @@ class RAG(IndexSession):
             An existing index must be opened with the embedder it was built with.
         chunk_size, chunk_overlap : int, optional
             Tokens per chunk and overlap (default 1200 and 100); fixed once documents exist.
+        chunking : {"sections", "sentences"}, optional
+            Where chunks may end (default ``sections``: at headings, page breaks and
+            paragraphs, :func:`paretorag.ingest.chunking.chunk_document`); fixed once
+            documents exist.
         workers : int, optional
             Processes/threads for builders (default 2).
         embed_titles : bool, optional
@@ -148,6 +153,7 @@ class RAG(IndexSession):
             embedder=embedder if isinstance(embedder, str) else None,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
+            chunking=chunking,
             workers=workers,
             embed_titles=embed_titles,
             ann=ann,

@@ -1,11 +1,14 @@
 """Sentence splitting with character offsets (shared by chunking and the extractive LLM),
-and the package's one English stemmer (BM25 and the offline reader)."""
+a document's outline (its headings, for chunking and heading paths), and the package's one
+English stemmer (BM25 and the offline reader)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -374,3 +377,120 @@ OPENING_WORDS: frozenset[str] = frozenset(
         "describe compare summarize summarise"
     ).split()
 )
+
+
+# -- outline: headings and page breaks ------------------------------------------------------------
+# A document's outline: its headings and page breaks, found in its text.
+#
+# The file readers write headings into a document's text as Markdown does (``## Methods``):
+# Markdown files have them already, HTML pages get them from ``<h1>``..``<h6>``, DOCX files
+# from their "Heading N" paragraph styles and PDFs from their outline (bookmarks). HTML-like
+# heading tags left in plain text (``<H2> History </H2>``, as in Natural Questions' Wikipedia
+# pages) count too, and a form feed (a PDF page break) ends a section without naming one.
+# Lines inside fenced code blocks are never headings (``# a comment`` in a shell example).
+#
+# Chunking cuts at these boundaries (:func:`paretorag.ingest.chunking.chunk_document`); each
+# chunk's heading path ("Methods > Indexing") is the outline's stack at the chunk's first
+# character (:func:`heading_paths`), computed from the stored text, so nothing about it is
+# stored apart from the document.
+
+PAGE = 0  # level of a page break: a boundary with no heading
+MAX_HEADING_CHARS = 200  # a longer "heading" is a paragraph that happens to start with '#'
+
+_ATX = re.compile(r"[ ]{0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
+_TAG = re.compile(
+    rf"<h([1-6])(?:\s[^>]*)?>(.{{1,{MAX_HEADING_CHARS}}}?)</h\1\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_INNER_TAG = re.compile(r"<[^>]{0,80}>")
+_LINE = re.compile(r"[^\n]*\n?")
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A boundary of the outline: ``text[start:end]`` is the heading's own markup."""
+
+    start: int
+    end: int
+    level: int  # 1-6, or PAGE for a page break
+    title: str
+
+
+def _atx(text: str) -> list[Heading]:
+    out: list[Heading] = []
+    fence = ""
+    if "#" not in text and "`" not in text and "~" not in text:
+        return out
+    for m in _LINE.finditer(text):
+        line = m.group().rstrip("\n")
+        if not line and m.end() == m.start():
+            break
+        f = _FENCE.match(line)
+        if f is not None:
+            mark = f.group(1)
+            if not fence:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence):
+                fence = ""
+            continue
+        if fence or "#" not in line[:12]:
+            continue
+        page = len(line) - len(line.lstrip("\f"))  # a heading right after a page break
+        h = _ATX.match(line, page)
+        if h is not None and len(h.group(2)) <= MAX_HEADING_CHARS:
+            title = " ".join(h.group(2).split())
+            if title:
+                out.append(Heading(m.start() + page, m.start() + len(line), len(h.group(1)), title))
+    return out
+
+
+def outline(text: str) -> list[Heading]:
+    """The headings and page breaks of ``text``, in order of position."""
+    found = _atx(text)
+    if "<" in text:
+        for m in _TAG.finditer(text):
+            title = " ".join(_INNER_TAG.sub(" ", m.group(2)).split())
+            if title:
+                found.append(Heading(m.start(), m.end(), int(m.group(1)), title))
+    if "\f" in text:
+        found.extend(Heading(i, i + 1, PAGE, "") for i, c in enumerate(text) if c == "\f")
+    found.sort(key=lambda h: h.start)
+    return found
+
+
+def paths_at(headings: Sequence[Heading], offsets: Sequence[int]) -> list[tuple[str, ...]]:
+    """The heading path (outermost first) in force at each offset of ``offsets``.
+
+    A heading that starts at an offset is part of that offset's path.
+    """
+    starts = [h.start for h in headings]
+    stacks: list[tuple[str, ...]] = []
+    stack: list[tuple[int, str]] = []
+    for h in headings:
+        if h.level != PAGE:
+            while stack and stack[-1][0] >= h.level:
+                stack.pop()
+            stack.append((h.level, h.title))
+        stacks.append(tuple(t for _, t in stack))
+    out: list[tuple[str, ...]] = []
+    for off in offsets:
+        k = bisect.bisect_right(starts, off)
+        out.append(stacks[k - 1] if k else ())
+    return out
+
+
+def heading_paths(text: str, offsets: Sequence[int], title: str = "") -> list[str]:
+    """``"Part > Section"`` for each offset of ``text`` ("" outside any heading).
+
+    A first heading equal to the document's ``title`` (a page's ``<h1>``) is left out: the
+    title is shown beside the path anyway.
+    """
+    paths = paths_at(outline(text), offsets)
+    norm = " ".join(title.split()).casefold()
+    out: list[str] = []
+    for p in paths:
+        if p and norm and p[0].casefold() == norm:
+            p = p[1:]
+        out.append(" > ".join(p))
+    return out

@@ -69,6 +69,9 @@ class Chunk:
     text: str
     n_tokens: int
     title: str = ""
+    # the outline's headings in force at the chunk's start, "Methods > Indexing" ("" for none;
+    # filled when chunks are read from an index, paretorag.textutil.heading_paths)
+    heading: str = ""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from paretorag.eval.cli import eval_command, parse_ks
 from paretorag.eval.report import metric_label, pareto_front, quality_metric
 from paretorag.eval.results_doc import render
-from paretorag.eval.runner import run_eval
+from paretorag.eval.runner import parse_chunking, run_eval
 
 DATA = Path(os.environ.get("PARETORAG_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_data = pytest.mark.skipif(
@@ -174,3 +174,53 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
     )
     assert bm25_dir.stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]
+
+
+@needs_data
+def test_chunkings_compared_in_one_run_on_a_split_with_option_passages(tmp_path: Path) -> None:
+    payload = run_eval(
+        DATA,
+        "quality@dev",
+        ["vanilla"],
+        limit=4,
+        ks=(2, 5),
+        corpus="own",
+        embedder="hash",
+        retrieval_only=True,
+        out_dir=tmp_path / "out",
+        plots=False,
+        chunkings=["sentences:400", "sections:400"],
+    )
+    rows = payload["methods"]
+    assert set(rows) == {"vanilla [sentences 400]", "vanilla [sections 400]"}
+    assert rows["vanilla [sections 400]"]["chunking"] == {"by": "sections", "size": 400}
+    assert payload["dataset"]["name"] == "quality@dev-own" and payload["dataset"]["n_questions"] == 4
+    caches = sorted(p.name for p in (tmp_path / "out" / ".index-cache").iterdir() if p.is_dir())
+    assert len(caches) == 2 and all(c.startswith("quality-") for c in caches)  # one index per chunking
+    ops = [
+        v
+        for row in rows
+        for q in payload["questions"][row]
+        if (v := q["metrics"].get("option_passage@5")) is not None
+    ]
+    assert ops and set(ops) <= {0.0, 1.0}
+    assert "OP@5" in (tmp_path / "out" / "results.md").read_text()
+    with pytest.raises(ValueError, match="KIND\\[:SIZE\\]"):
+        parse_chunking("pages:300")
+    assert parse_chunking("600") == (600, "sections") and parse_chunking("sentences") == (1200, "sentences")
+
+
+def test_question_split_is_stable_and_disjoint() -> None:
+    from paretorag.eval.schema import Dataset, Question, question_fold
+
+    qs = [Question(f"q{i}", "?", ["a"]) for i in range(200)]
+    ds = Dataset(name="set", questions=qs, passages=[])
+    dev, train = ds.split("dev"), ds.split("train")
+    assert {q.qid for q in dev.questions}.isdisjoint({q.qid for q in train.questions})
+    assert len(dev.questions) + len(train.questions) == 200 and 20 < len(dev.questions) < 60
+    assert all(question_fold("set", q.qid) == 0 for q in dev.questions)
+    assert dev.name == "set@dev" and Dataset(name="set", questions=qs[:50], passages=[]).split(
+        "dev"
+    ).questions == [q for q in dev.questions if int(q.qid[1:]) < 50]
+    with pytest.raises(ValueError, match="nq_leval@dev"):
+        ds.split("test")

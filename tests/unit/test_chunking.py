@@ -144,3 +144,42 @@ def test_a_small_chunk_size_alone_gets_an_overlap_that_fits(tmp_path):
     m = Manifest(IndexConfig())
     OpenSettings(chunk_size=40, chunk_overlap=39).apply(tmp_path, m)  # given: kept as given
     assert m.config.chunk_overlap == 39
+
+
+def _sectioned(n_sections: int = 4, sentences: int = 12) -> str:
+    parts = []
+    for s in range(n_sections):
+        parts.append(f"## Part {s}\n\n")
+        for p in range(2):
+            parts.append(
+                " ".join(SENT.format(i=f"{s}.{p}.{i}") for i in range(sentences // 2)).strip() + "\n\n"
+            )
+    return "# Report\n\n" + "".join(parts).strip()
+
+
+def test_section_chunks_start_at_headings_without_overlap(minilm):
+    doc = make_document("Report", _sectioned(), "mem.md")
+    chunks = chunk_document(doc, minilm.tokenizer, size=300, overlap=40)
+    heads = [doc.text.index(f"## Part {s}") for s in range(4)]
+    # the title heading is too small alone: it joins the first part; every other part starts a chunk
+    assert [c.start for c in chunks] == [0, *heads[1:]]
+    for a, b in itertools.pairwise(chunks):
+        assert a.end <= b.start  # no overlap across a section's start
+    by_sentences = chunk_document(doc, minilm.tokenizer, size=300, overlap=40, by="sentences")
+    assert [c.start for c in by_sentences] != [c.start for c in chunks]
+
+
+def test_a_long_section_is_cut_at_a_paragraph_with_overlap_inside_it(minilm):
+    text = "\n\n".join(" ".join(SENT.format(i=f"{p}.{i}") for i in range(5)) for p in range(6))
+    doc = make_document("long", "## Only\n\n" + text, "mem.md")
+    chunks = chunk_document(doc, minilm.tokenizer, size=200, overlap=30)
+    assert len(chunks) > 2
+    for c in chunks[:-1]:  # each ends where a paragraph ends
+        assert doc.text[c.end :].lstrip(" ").startswith("\n\n")
+    assert all(c.n_tokens <= 200 for c in chunks)
+    assert all(b.start < a.end for a, b in itertools.pairwise(chunks))  # overlap inside the section
+
+
+def test_unknown_chunking_is_a_clear_error(minilm):
+    with pytest.raises(ConfigError, match="chunking must be one of sections, sentences"):
+        chunk_document(_doc(5), minilm.tokenizer, by="pages")

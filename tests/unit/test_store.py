@@ -81,3 +81,26 @@ def test_structure_dir_depends_on_settings_version_and_chunks():
         structure_dirname("tree", "fp1", {"params": {"g": 5}, "inputs": ["x-1"]}, 1),
     }
     assert base not in others and len(others) == 4
+
+
+def test_chunks_read_back_with_their_heading_paths(tmp_path):
+    tok = RegexTokenizer()
+    body = " ".join(f"Sentence {j} about rivers." for j in range(30))
+    text = f"# Atlas\n\n{body}\n\n## Rivers\n\n{body}\n\n### Rhine\n\n{body}"
+    doc = make_document("Atlas", text, "atlas.md")
+    passage = make_document("Rhine", "## Not a section\n\nThe Rhine flows north.", "c.json#0", presplit=True)
+    store = Store(tmp_path)
+    store.add_document(doc, chunk_document(doc, tok, size=60, overlap=10))
+    store.add_document(passage, chunk_document(passage, tok, size=60, overlap=10))
+    table = store.chunk_table()
+    rows = [r for r in range(len(table)) if table.doc_ids[r] == doc.doc_id]
+    paths = [table.heading(r) for r in rows]
+    assert paths[0] == "" and "Rivers" in paths and "Rivers > Rhine" in paths  # "Atlas" is the title
+    assert table.heading(len(table) - 1) == ""  # a pre-split passage has no path
+    embedded = table.embedded_texts(True)
+    for r in rows:
+        expected = f"{table.heading(r)}\n{table.texts[r]}" if table.heading(r) else table.texts[r]
+        assert embedded[r] == expected
+    assert embedded[-1] == "Rhine\n## Not a section\n\nThe Rhine flows north."
+    assert table.embedded_texts(False) == list(table.texts)
+    assert table.chunk(rows[-1]).heading == "Rivers > Rhine"

@@ -158,6 +158,11 @@ def index(
         "--chunk-overlap",
         help="Overlap in tokens (default 100; a twelfth of --chunk-size when that is 100 or less).",
     ),
+    chunking: str | None = typer.Option(
+        None,
+        "--chunking",
+        help="Where chunks end: sections (default: at headings, page breaks, paragraphs) | sentences.",
+    ),
     embed_titles: bool | None = typer.Option(
         None,
         "--titles/--no-titles",
@@ -231,6 +236,7 @@ def index(
             embedder=embedder,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
+            chunking=chunking,
             embed_titles=embed_titles,
             builders=_parse_settings(settings),
             ann=ann,

@@ -67,6 +67,13 @@ def eval_command(
     titles: bool = typer.Option(
         True, "--titles/--no-titles", help="Embed passages with their titles (default on)."
     ),
+    chunking: str | None = typer.Option(
+        None,
+        "--chunking",
+        help="Chunkings to compare, comma-separated KIND[:SIZE] (KIND sections or sentences, SIZE in "
+        "tokens, default 1200), e.g. sections:600,sections:1200,sentences:1200: one index each, one "
+        "row each per method. Default: the index's own (sections, 1200 for a new one).",
+    ),
     corpus: str = typer.Option(
         "full", "--corpus", help="'full' corpus, or 'own': only the questions' passages."
     ),
@@ -167,6 +174,7 @@ def eval_command(
             shuffle_corpus,
             judge,
             limit_per_type,
+            chunking,
         )
     except ParetoragError as exc:
         from rich.markup import escape
@@ -196,6 +204,7 @@ def _run(
     shuffle_corpus: int | None = None,
     judge: str | None = None,
     limit_per_type: int | None = None,
+    chunking: str | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -204,7 +213,7 @@ def _run(
     from ..indexing.settings import parse_builder_settings
     from ..progress import RichProgress
     from .report import answer_table, results_table
-    from .runner import run_eval
+    from .runner import parse_chunking, run_eval
 
     subsets = parse_names(subset, "--subset")
     names = parse_names(methods, "--methods")
@@ -217,6 +226,9 @@ def _run(
         if r is not None and r not in READERS:
             raise ConfigError(f"--readers: unknown reader {r!r}; use {', '.join(READERS)}")
     ks = parse_ks(k)
+    chunkings = list(parse_names(chunking, "--chunking")) if chunking else []
+    for c in chunkings:
+        parse_chunking(c)  # a typo fails before any index is built
     from ..types import MAX_K
 
     if answer_k is not None and answer_k < 1:
@@ -249,6 +261,7 @@ def _run(
                 readers=who,
                 judge=judge,
                 limit_per_type=limit_per_type,
+                chunkings=chunkings,
             )
         console.print(
             f"\n[bold]{escape(str(payload['dataset']['name']))}[/bold] -> {escape(str(target))}/results.md"

@@ -395,7 +395,8 @@ def load_dataset(
         The benchmark folder (``shared/data``), or for ``jsonl`` the folder holding
         ``questions.jsonl`` and ``corpus.jsonl``.
     subset : str
-        A name from :data:`SUBSETS`, ``jsonl`` or ``jsonl:DIR``.
+        A name from :data:`SUBSETS`, ``jsonl`` or ``jsonl:DIR``; ``NAME@dev`` or
+        ``NAME@train`` keeps that part of its questions (:meth:`Dataset.split`).
     limit : int, optional
         Keep the first ``limit`` questions.
     corpus : {"full", "own"}
@@ -417,6 +418,7 @@ def load_dataset(
     if corpus not in ("full", "own"):
         raise ConfigError(f"corpus must be 'full' or 'own', got {corpus!r}")
     data = Path(data_dir)
+    subset, _, part = subset.partition("@")
     if subset == "jsonl" or subset.startswith("jsonl:"):
         folder = Path(subset[6:]) if subset.startswith("jsonl:") else data
         ds = load_jsonl(folder if folder.is_absolute() or folder.exists() else data / folder)
@@ -424,6 +426,8 @@ def load_dataset(
         ds = SUBSETS[subset][1](data)
     else:
         raise ConfigError(f"unknown subset {subset!r}; available: {', '.join(available_subsets())}")
+    if part:
+        ds = ds.split(part)
     ds = ds.head_per_type(limit_per_type).head(limit)
     return (ds.restricted() if corpus == "own" else ds).shuffled(shuffle_corpus)
 

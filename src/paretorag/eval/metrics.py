@@ -127,6 +127,26 @@ def evidence_recall(contexts: Sequence[str], evidence: Iterable[str]) -> float |
     return float(np.mean(shares)) if shares else None
 
 
+def option_passages(texts: Sequence[str], options: Sequence[str], gold: int) -> list[bool]:
+    """Which of ``texts`` hold a multiple-choice question's answer, by its options' words.
+
+    A text holds the answer when it has at least half of the gold option's content words
+    (:func:`content_words`; an option of fewer than two content words labels nothing) and a
+    larger share of them than of any other option's: the passage a reader would need to
+    pick the gold option over the others. QuALITY's answer passage (``option_passage@k``).
+    """
+    opts = [content_words(o) for o in options]
+    if not 0 <= gold < len(opts) or len(opts[gold]) < 2:
+        return [False] * len(texts)
+    out: list[bool] = []
+    for text in texts:
+        words = content_words(text)
+        shares = [len(o & words) / max(len(o), 1) for o in opts]
+        best_other = max((x for j, x in enumerate(shares) if j != gold), default=0.0)
+        out.append(shares[gold] >= 0.5 and shares[gold] > best_other)
+    return out
+
+
 _LETTER_PATTERNS = (
     re.compile(r"^\s*\(([A-Z])\)"),  # "(B) ..."
     re.compile(r"^\s*([A-Z])\s*(?:[.):]|$)"),  # "B", "B.", "B)", "B:"
@@ -234,6 +254,7 @@ __all__ = [
     "latency_summary",
     "mean",
     "normalize_answer",
+    "option_passages",
     "parse_choice",
     "recall_at_k",
     "rouge_l",

@@ -35,6 +35,7 @@ def metric_label(name: str) -> str:
         "recall_any": "R-any",
         "context_recall": "CR",
         "evidence_recall": "ER",
+        "option_passage": "OP",
     }.get(base, base)
     return f"{prefix}@{k}" if k else prefix
 
@@ -76,6 +77,7 @@ def _metric_columns(payload: dict[str, Any]) -> list[str]:
         [f"recall@{k}" for k in ks]
         + [f"context_recall@{k}" for k in ks]
         + [f"evidence_recall@{k}" for k in ks]
+        + [f"option_passage@{k}" for k in ks]
         + list(_LABELS)
     )
     return [c for c in order if c in present]

@@ -44,11 +44,17 @@ def set_seeds(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def index_dir_for(cache_dir: Path, ds: Dataset, embedder: str | None, llm: str) -> Path:
+def index_dir_for(
+    cache_dir: Path, ds: Dataset, embedder: str | None, llm: str, chunking: str | None = None
+) -> Path:
     """``<cache>/<dataset>-<corpus hash>-<config hash>``: one index per corpus and configuration."""
-    config = json.dumps({"embedder": embedder or "default", "llm": llm}, sort_keys=True)
+    settings: dict[str, str] = {"embedder": embedder or "default", "llm": llm}
+    if chunking is not None:
+        settings["chunking"] = chunking
+    config = json.dumps(settings, sort_keys=True)
     tag = hashlib.sha256(config.encode()).hexdigest()[:8]
-    return cache_dir / f"{ds.name}-{ds.corpus_fingerprint()[:10]}-{tag}"
+    name = ds.name.partition("@")[0]  # a set's dev and train parts share its index
+    return cache_dir / f"{name}-{ds.corpus_fingerprint()[:10]}-{tag}"
 
 
 @dataclass
@@ -121,6 +127,14 @@ def _score_question(
             scores[f"evidence_recall@{k}"] = M.evidence_recall(
                 [it.text for it in items[:k]], q.meta["evidence_texts"]
             )
+    if q.options and q.gold_option is not None:
+        own = set(q.context_keys)
+        chunks = rag.view.chunks
+        story = [chunks.texts[r] for r in range(len(chunks)) if chunks.doc_ids[r] in own]
+        if any(M.option_passages(story, q.options, q.gold_option)):  # else the question has no label
+            for k in ks:
+                mine = [it.text for it in items[:k] if it.doc_id in own]
+                scores[f"option_passage@{k}"] = float(any(M.option_passages(mine, q.options, q.gold_option)))
     if not retrieval_only:
         t1 = time.perf_counter()
         answer = rag.query(prompt, method=method, k=answer_k, reader=reader)
@@ -266,6 +280,7 @@ def run_eval(
     readers: Sequence[str | None] = (None,),
     judge: str | Any | None = None,
     limit_per_type: int | None = None,
+    chunkings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Evaluate ``methods`` on one subset and write the results.
 
@@ -318,6 +333,10 @@ def run_eval(
         from the methods' own.
     limit_per_type : int, optional
         Evaluate the first ``limit_per_type`` questions of each question type.
+    chunkings : sequence of str
+        Chunkings to compare, ``"sections:1200"``, ``"sentences:600"`` (:func:`parse_chunking`):
+        one index each; with more than one, each method has a row per chunking,
+        ``"METHOD [sections 600]"``. Empty: the index's defaults.
 
     Returns
     -------
@@ -343,54 +362,67 @@ def run_eval(
         shuffle_corpus=shuffle_corpus,
         limit_per_type=limit_per_type,
     )
-    index_dir = index_dir_for(cache, ds, embedder, llm)
-    fresh = not (index_dir / "manifest.json").exists()
-    index_dir.mkdir(parents=True, exist_ok=True)
     per_method: dict[str, Any] = {}
     questions: dict[str, list[dict[str, Any]]] = {}
-    with RAG.open(
-        index_dir,
-        methods=list(methods),
-        replace_methods=True,  # build only what these methods need; earlier runs' structures stay cached
-        llm=llm,
-        embedder=embedder,
-        embed_titles=embed_titles,
-        builders=builders,
-    ) as rag:
-        t0 = time.perf_counter()
-        report = rag.index(ds.documents(), progress=progress)
-        index_wall = time.perf_counter() - t0
-        stats = _jsonable(rag.stats())
-        base = base_ledger(index_dir, stats, built_now=fresh)
-        judge_usage = Usage()
-        judge_llm = None
-        if judge is not None and not retrieval_only:
-            from ..answering.llms import make_llm
+    judge_usage = Usage()
+    variants: list[str | None] = list(chunkings) or [None]
+    first: dict[str, Any] = {}
+    for variant in variants:
+        size, by = parse_chunking(variant) if variant is not None else (None, None)
+        index_dir = index_dir_for(cache, ds, embedder, llm, variant)
+        fresh = not (index_dir / "manifest.json").exists()
+        index_dir.mkdir(parents=True, exist_ok=True)
+        with RAG.open(
+            index_dir,
+            methods=list(methods),
+            replace_methods=True,  # build only what these methods need; earlier runs' structures stay cached
+            llm=llm,
+            embedder=embedder,
+            embed_titles=embed_titles,
+            builders=builders,
+            chunk_size=size,
+            chunking=by,
+        ) as rag:
+            t0 = time.perf_counter()
+            report = rag.index(ds.documents(), progress=progress)
+            index_wall = time.perf_counter() - t0
+            stats = _jsonable(rag.stats())
+            base = base_ledger(index_dir, stats, built_now=fresh)
+            judge_llm = None
+            if judge is not None and not retrieval_only:
+                from ..answering.llms import make_llm
 
-            judge_llm = rag._llm_for(
-                judge_usage, "judge", make_llm(judge) if isinstance(judge, str) else judge
-            )
-        load = getattr(rag.embedder, "load", None)
-        if callable(load):
-            load()  # models load lazily: not inside the first question's latency
-        runs = [(m, r) for m in methods for r in (readers if not retrieval_only else (None,))]
-        for method, reader in runs:
-            row = method if len(readers) < 2 or retrieval_only else f"{method} ({reader or 'default'})"
-            set_seeds(seed)
-            rag.view.forget_queries()  # every method pays for its own query embedding
-            results: list[QuestionResult] = []
-            with progress.task(f"{ds.name} · {row}", total=len(ds.questions)) as bar:
-                for q in ds.questions:
-                    results.append(
-                        _score_question(rag, method, q, ks, retrieval_only, answer_k, reader, judge_llm)
-                    )
-                    bar.advance()
-            summary = _summarize(results, ds, retrieval_only, get_method(method))
-            summary["index_cost"] = method_index_cost(method, stats, base)
-            summary["method"] = method
-            summary["reader"] = reader or (rag.answerer() if not retrieval_only else "")
-            per_method[row] = summary
-            questions[row] = [r.record for r in results]
+                judge_llm = rag._llm_for(
+                    judge_usage, "judge", make_llm(judge) if isinstance(judge, str) else judge
+                )
+            load = getattr(rag.embedder, "load", None)
+            if callable(load):
+                load()  # models load lazily: not inside the first question's latency
+            runs = [(m, r) for m in methods for r in (readers if not retrieval_only else (None,))]
+            for method, reader in runs:
+                row = method if len(readers) < 2 or retrieval_only else f"{method} ({reader or 'default'})"
+                if len(variants) > 1 and variant is not None:
+                    row += f" [{by} {size}]"
+                set_seeds(seed)
+                rag.view.forget_queries()  # every method pays for its own query embedding
+                results: list[QuestionResult] = []
+                with progress.task(f"{ds.name} · {row}", total=len(ds.questions)) as bar:
+                    for q in ds.questions:
+                        results.append(
+                            _score_question(rag, method, q, ks, retrieval_only, answer_k, reader, judge_llm)
+                        )
+                        bar.advance()
+                summary = _summarize(results, ds, retrieval_only, get_method(method))
+                summary["index_cost"] = method_index_cost(method, stats, base)
+                summary["method"] = method
+                summary["reader"] = reader or (rag.answerer() if not retrieval_only else "")
+                if variant is not None:
+                    summary["chunking"] = {"by": by, "size": size}
+                per_method[row] = summary
+                questions[row] = [r.record for r in results]
+        if not first:
+            first = {"index_dir": index_dir, "report": report, "wall": index_wall, "stats": stats}
+    index_dir, report, index_wall, stats = first["index_dir"], first["report"], first["wall"], first["stats"]
     payload: dict[str, Any] = {
         "version": RESULTS_VERSION,
         "dataset": {
@@ -419,6 +451,7 @@ def run_eval(
             else (judge if isinstance(judge, str) else getattr(judge, "name", "llm")),
             "limit": limit,
             "limit_per_type": limit_per_type,
+            "chunkings": list(chunkings),
             "seed": seed,
             "index_dir": str(index_dir),
         },
@@ -431,7 +464,7 @@ def run_eval(
         "methods": per_method,
         "questions": questions,
     }
-    if judge_llm is not None:
+    if judge is not None and not retrieval_only:
         jt = judge_usage.total
         payload["judge_cost"] = {
             "calls": jt.calls,
@@ -445,6 +478,22 @@ def run_eval(
     )
     write_report(payload, out, plots=plots)
     return payload
+
+
+def parse_chunking(value: str) -> tuple[int, str]:
+    """``"sections:600"`` -> ``(600, "sections")``; the size defaults to 1200, the kind to sections."""
+    from ..ingest.chunking import CHUNKING
+
+    by, _, size = value.strip().partition(":")
+    if by.isdigit() and not size:
+        by, size = "sections", by
+    by = by or "sections"
+    if by not in CHUNKING or (size and not size.isdigit()) or (size and int(size) <= 0):
+        raise ConfigError(
+            f"--chunking: {value!r} is not KIND[:SIZE] with KIND one of {', '.join(CHUNKING)} and SIZE "
+            "a positive number of tokens, e.g. sections:600"
+        )
+    return (int(size) if size else 1200), by
 
 
 def _jsonable(value: Any) -> Any:

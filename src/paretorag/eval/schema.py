@@ -104,6 +104,14 @@ class Question:
         return self.text + "\n" + "\n".join(lines)
 
 
+SPLIT_FOLDS = 5  # Dataset.split: one fold in five is dev
+
+
+def question_fold(name: str, qid: str) -> int:
+    """The fold (0..SPLIT_FOLDS-1) of question ``qid`` of data set ``name``; fold 0 is dev."""
+    return int(hashlib.sha256(f"{name}:{qid}".encode()).hexdigest()[:8], 16) % SPLIT_FOLDS
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Questions plus the corpus they are asked over.
@@ -152,6 +160,19 @@ class Dataset:
         if limit <= 0:
             raise ConfigError(f"limit must be a positive number of questions, got {limit}")
         return replace(self, questions=self.questions[:limit])
+
+    def split(self, part: str) -> Dataset:
+        """The ``dev`` or ``train`` part of the questions (the corpus is unchanged).
+
+        A question is ``dev`` when the sha256 of ``"NAME:QID"`` is 0 modulo
+        :data:`SPLIT_FOLDS` (a fifth of the questions, fixed for a question whatever else
+        the file holds); ``train`` is the rest. Models trained on a set's ``train`` part
+        (the long-document ranker) are measured on its ``dev`` part, out of sample.
+        """
+        if part not in ("dev", "train"):
+            raise ConfigError(f"split must be 'dev' or 'train', got {part!r}, e.g. nq_leval@dev")
+        kept = [q for q in self.questions if (question_fold(self.name, q.qid) == 0) == (part == "dev")]
+        return replace(self, name=f"{self.name}@{part}", questions=kept)
 
     def head_per_type(self, limit: int | None) -> Dataset:
         """The first ``limit`` questions of each question type (``meta["type"]``), in file order.

@@ -54,7 +54,9 @@ def chunk_and_store(
             if store.has_document(doc.doc_id):
                 unchanged += 1
             else:
-                chunks = chunk_document(doc, tokenizer, size=config.chunk_size, overlap=config.chunk_overlap)
+                chunks = chunk_document(
+                    doc, tokenizer, size=config.chunk_size, overlap=config.chunk_overlap, by=config.chunking
+                )
                 put(doc, chunks)
                 added += 1
             task.advance()
@@ -80,7 +82,9 @@ def chunk_and_store_on(
     todo = list(new.values())
     with progress.task("chunking (Ray)", total=len(docs)) as task:
         task.advance(len(docs) - len(todo))
-        chunked = cluster.chunk(config.embedder, todo, config.chunk_size, config.chunk_overlap)
+        chunked = cluster.chunk(
+            config.embedder, todo, config.chunk_size, config.chunk_overlap, config.chunking
+        )
         with _storing(store, replaces, cancel) as put:
             for doc, chunks in zip(todo, chunked, strict=True):
                 check(cancel)

@@ -80,7 +80,7 @@ def embed_spans_task(
 
 
 def chunk_task(
-    spec: str, size: int, overlap: int, docs: list[list[Any]]
+    spec: str, size: int, overlap: int, by: str, docs: list[list[Any]]
 ) -> list[list[tuple[str, int, int, int, str, int]]]:
     """Chunks of documents given as ``[doc_id, title, text, source, presplit]`` (a Ray task):
     per document, ``(chunk_id, order, start, end, text, n_tokens)`` of each chunk."""
@@ -91,7 +91,7 @@ def chunk_task(
     out = []
     for doc_id, title, text, source, presplit in docs:
         doc = Document(doc_id, title, text, source, bool(presplit))
-        chunks = chunk_document(doc, tokenizer, size=size, overlap=overlap)
+        chunks = chunk_document(doc, tokenizer, size=size, overlap=overlap, by=by)
         out.append([(c.chunk_id, c.order, c.start, c.end, c.text, c.n_tokens) for c in chunks])
     return out
 
@@ -263,7 +263,9 @@ class RayCluster:
                 yield waiting.pop(nxt)
                 nxt += 1
 
-    def chunk(self, spec: str, docs: Sequence[Document], size: int, overlap: int) -> Iterator[list[Chunk]]:
+    def chunk(
+        self, spec: str, docs: Sequence[Document], size: int, overlap: int, by: str = "sections"
+    ) -> Iterator[list[Chunk]]:
         """The chunks of each document, in order (:func:`paretorag.ingest.chunking.chunk_document`)."""
         groups: list[list[Document]] = []
         chars = 0
@@ -274,7 +276,7 @@ class RayCluster:
             groups[-1].append(doc)
             chars += len(doc.text)
         calls = [
-            (spec, size, overlap, [[d.doc_id, d.title, d.text, d.source, d.presplit] for d in g])
+            (spec, size, overlap, by, [[d.doc_id, d.title, d.text, d.source, d.presplit] for d in g])
             for g in groups
         ]
         for group, result in zip(groups, self._ordered("chunk", calls), strict=True):

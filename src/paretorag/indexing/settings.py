@@ -29,6 +29,7 @@ class OpenSettings:
     embedder: str | None = None
     chunk_size: int | None = None
     chunk_overlap: int | None = None
+    chunking: str | None = None
     workers: int | None = None
     embed_titles: bool | None = None
     ann: str | None = None
@@ -50,6 +51,13 @@ class OpenSettings:
                     "chunking cannot change once documents are indexed: use a new --index directory"
                 )
             cfg.chunk_size, cfg.chunk_overlap = new
+        if self.chunking is not None and self.chunking != cfg.chunking:
+            if has_docs:
+                raise ConfigError(
+                    f"{root} was chunked by {cfg.chunking}; chunking cannot change once documents are "
+                    "indexed: use a new --index directory"
+                )
+            cfg.chunking = self.chunking
         if self.workers is not None:
             cfg.workers = self.workers
         if self.embed_titles is not None:

@@ -1,27 +1,33 @@
-"""Documents -> chunks: token-based, sentence-aligned, with character offsets.
+"""Documents -> chunks: token-based, sentence-aligned, following sections, with character offsets.
 
 Defaults follow E2GraphRAG and the unified framework: 1200-token chunks with 100
 tokens of overlap, counted with the embedder's tokenizer. Chunks end at sentence
-boundaries; a sentence longer than a chunk is cut at word boundaries, and where a
-piece has no word boundary either, it is cut hard at the token limit. Pre-split
-passages (corpus records) are kept as given.
+boundaries, and at a heading or page break (:func:`paretorag.textutil.outline`) once they
+hold a quarter of their size; a section longer than a chunk is cut at a paragraph break
+where one falls in the chunk's second half, and only there do chunks overlap. A sentence
+longer than a chunk is cut at word boundaries, and where a piece has no word boundary
+either, it is cut hard at the token limit. Pre-split passages (corpus records) are kept
+as given.
 
 Time is linear and memory bounded in the input: sentences are counted in batches of
 about :data:`COUNT_BATCH_CHARS` characters, and a long sentence is tokenized in blocks of
-at most ``max(32 * size, 32768)`` characters, never whole.
-"""
+at most ``max(32 * size, 32768)`` characters, never whole."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Sequence
 
 from ..errors import ConfigError
 from ..providers.base import Tokenizer
-from ..textutil import iter_sentence_spans
+from ..textutil import iter_sentence_spans, outline
 from ..types import Chunk, Document
 
 COUNT_BATCH_CHARS = 1 << 20  # characters of sentences counted in one tokenizer call
 _NONSPACE = re.compile(r"\S")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+CHUNKING = ("sections", "sentences")  # where chunks may end (chunk_document's ``by``)
 
 Unit = tuple[int, int, int]  # (start, end, tokens)
 
@@ -93,8 +99,9 @@ def _cut_long(text: str, a: int, b: int, tokenizer: Tokenizer, size: int, units:
         pos += max(rest, 1)
 
 
-def _units(text: str, tokenizer: Tokenizer, size: int) -> list[Unit]:
-    """(start, end, tokens) of sentences, long sentences cut into pieces of <= size tokens."""
+def _units(text: str, tokenizer: Tokenizer, size: int, ranges: Sequence[tuple[int, int]]) -> list[Unit]:
+    """(start, end, tokens) of the sentences of each range of ``text``, in order; long
+    sentences are cut into pieces of <= size tokens. No unit crosses a range's end."""
     units: list[Unit] = []
     batch: list[tuple[int, int]] = []
     batch_chars = 0
@@ -111,17 +118,27 @@ def _units(text: str, tokenizer: Tokenizer, size: int) -> list[Unit]:
         batch.clear()
         batch_chars = 0
 
-    for a, b in iter_sentence_spans(text):
-        if b - a > long_chars:
-            flush()
-            _cut_long(text, a, b, tokenizer, size, units)
-            continue
-        batch.append((a, b))
-        batch_chars += b - a
-        if batch_chars >= COUNT_BATCH_CHARS:
-            flush()
+    for lo, hi in ranges:
+        part = text if (lo, hi) == (0, len(text)) else text[lo:hi]
+        for a, b in iter_sentence_spans(part):
+            a, b = a + lo, b + lo
+            if b - a > long_chars:
+                flush()
+                _cut_long(text, a, b, tokenizer, size, units)
+                continue
+            batch.append((a, b))
+            batch_chars += b - a
+            if batch_chars >= COUNT_BATCH_CHARS:
+                flush()
     flush()
     return units
+
+
+def _sections(text: str) -> list[tuple[int, int]]:
+    """Character ranges of the document's sections: cut where a heading or page break starts."""
+    cuts = sorted({h.start for h in outline(text)} - {0})
+    bounds = [0, *cuts, len(text)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
 
 
 def count_tokens(text: str, tokenizer: Tokenizer) -> int:
@@ -139,9 +156,22 @@ def count_tokens(text: str, tokenizer: Tokenizer) -> int:
 
 
 def chunk_document(
-    doc: Document, tokenizer: Tokenizer, *, size: int = 1200, overlap: int = 100
+    doc: Document,
+    tokenizer: Tokenizer,
+    *,
+    size: int = 1200,
+    overlap: int = 100,
+    by: str = "sections",
 ) -> list[Chunk]:
-    """Split a document into chunks of at most ``size`` tokens overlapping by at most ``overlap``.
+    """Split a document into chunks of at most ``size`` tokens.
+
+    With ``by="sections"`` (the default) a chunk ends where a section starts (a heading or a
+    page break, :func:`paretorag.textutil.outline`) once it holds a quarter of ``size``
+    (a smaller section joins the next, so a heading never stands alone), and a section
+    longer than a chunk is cut at its last paragraph break in the chunk's second half
+    where it has one, with ``overlap`` tokens repeated only inside that section. With
+    ``by="sentences"`` (paretorag before 0.9) the text is one run of sentences, cut
+    wherever a chunk is full, always with overlap.
 
     Parameters
     ----------
@@ -151,22 +181,38 @@ def chunk_document(
         Counts tokens (the embedder's word-pieces by default).
     size, overlap : int
         Chunk size and overlap in tokens (``0 <= overlap < size``).
+    by : {"sections", "sentences"}
+        Where chunks may end (see above).
     """
     if size <= 0 or overlap < 0 or overlap >= size:
         raise ConfigError(f"chunk size {size} and overlap {overlap}: need size > 0 and 0 <= overlap < size")
+    if by not in CHUNKING:
+        raise ConfigError(f"chunking must be one of {', '.join(CHUNKING)}, got {by!r}")
     text = doc.text
     if doc.presplit:
         n = count_tokens(text, tokenizer)
         return [Chunk(f"{doc.doc_id}#0", doc.doc_id, 0, 0, len(text), text, n, doc.title)]
-    units = _units(text, tokenizer, size)
+    sectioned = by == "sections"
+    ranges = _sections(text) if sectioned else [(0, len(text))]
+    units = _units(text, tokenizer, size, ranges)
+    section_of = _range_index(units, ranges)
+    paragraph = [
+        sectioned and i > 0 and _PARAGRAPH.search(text, units[i - 1][1], u[0]) is not None
+        for i, u in enumerate(units)
+    ]
+    min_fill = size // 4
     chunks: list[Chunk] = []
     i = 0
     while i < len(units):
         j = i
         total = 0
         while j < len(units) and total + units[j][2] <= size:
+            if sectioned and j > i and section_of[j] != section_of[j - 1] and total >= min_fill:
+                break  # a section starts: end the chunk here
             total += units[j][2]
             j += 1
+        if sectioned and j < len(units) and section_of[j] == section_of[j - 1]:
+            j, total = _paragraph_cut(units, paragraph, i, j, total, size // 2)
         start, end = units[i][0], units[j - 1][1]
         order = len(chunks)
         chunks.append(
@@ -174,11 +220,39 @@ def chunk_document(
         )
         if j >= len(units):
             break
+        if sectioned and section_of[j] != section_of[j - 1]:
+            i = j  # no overlap across a section's start
+            continue
         # next chunk starts with the longest suffix of this one that fits in `overlap`
         k = j
         tail = 0
-        while k - 1 > i and tail + units[k - 1][2] <= overlap:
+        while k - 1 > i and tail + units[k - 1][2] <= overlap and section_of[k - 1] == section_of[j]:
             k -= 1
             tail += units[k][2]
         i = k
     return chunks
+
+
+def _range_index(units: Sequence[Unit], ranges: Sequence[tuple[int, int]]) -> list[int]:
+    """For each unit, the index of the range (section) it lies in."""
+    out: list[int] = []
+    r = 0
+    for a, _, _ in units:
+        while r + 1 < len(ranges) and a >= ranges[r + 1][0]:
+            r += 1
+        out.append(r)
+    return out
+
+
+def _paragraph_cut(
+    units: Sequence[Unit], paragraph: Sequence[bool], i: int, j: int, total: int, least: int
+) -> tuple[int, int]:
+    """Move a chunk's end ``j`` back to the last paragraph start after ``least`` tokens."""
+    tokens = total
+    for k in range(j - 1, i, -1):
+        tokens -= units[k][2]
+        if tokens < least:
+            break
+        if paragraph[k]:
+            return k, tokens
+    return j, total

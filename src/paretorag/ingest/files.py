@@ -1,6 +1,9 @@
 """Files -> documents: ``.txt``, ``.md``, ``.html`` (text only), ``.pdf`` (text layer, via
 pypdf), ``.docx`` (paragraphs and tables, via python-docx), and ``.json``/``.jsonl``
 corpora of ``{title, text}`` records (or HippoRAG's ``{title: [sentences]}`` object).
+Headings of HTML (``<h1>``..``<h6>``), DOCX ("Heading N" styles) and PDF (its outline) are
+written into the text as Markdown headings (``## Methods``) and PDF pages are separated by a
+form feed, so that chunks follow the document's sections (:func:`paretorag.textutil.outline`).
 
 Text files are read as UTF-8 (or UTF-16/32 with a byte-order mark); other encodings
 (cp1252, latin-1, Shift-JIS, ...) are detected with charset-normalizer.
@@ -88,6 +91,7 @@ class _TextOnly(HTMLParser):
     _BLOCK = frozenset(
         {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "pre"}
     )
+    _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -101,6 +105,8 @@ class _TextOnly(HTMLParser):
             self._skip += 1
         elif tag == "title":
             self._in_title = True
+        elif tag in self._HEADINGS:  # written as Markdown headings: chunking follows them
+            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
         elif tag in self._BLOCK:
             self.parts.append("\n\n")
 
@@ -213,19 +219,50 @@ def _pdf_document(path: Path, problems: list[Problem]) -> list[Document]:
             return []
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = (reader.metadata.title if reader.metadata else None) or ""
+        marks = _pdf_outline(reader)
     except FileNotDecryptedError:
         problems.append(Problem(str(path), "is an encrypted PDF; save a decrypted copy to index it"))
         return []
     except (PyPdfError, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         problems.append(Problem(str(path), f"is not a readable PDF ({exc}); check the file"))
         return []
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
-    if not text:
+    # a page break (form feed) and the outline's headings at the pages they point to:
+    # chunking follows them (paretorag.textutil.outline)
+    text = "\n\n\f".join(
+        "".join(f"{'#' * level} {title}\n\n" for level, title in marks.get(i, ())) + p.strip()
+        for i, p in enumerate(pages)
+        if p.strip() or marks.get(i)
+    )
+    if not text.replace("\f", "").strip():
         problems.append(
             Problem(str(path), "has no text layer (a scanned PDF?); run OCR on it first, e.g. ocrmypdf")
         )
         return []
     return [make_document(str(meta_title).strip() or path.stem, text, str(path))]
+
+
+def _pdf_outline(reader: Any) -> dict[int, list[tuple[int, str]]]:
+    """The PDF's outline (bookmarks) as ``{page index: [(level, title), ...]}``; {} without one."""
+    from pypdf.errors import PyPdfError
+
+    marks: dict[int, list[tuple[int, str]]] = {}
+
+    def walk(items: Any, level: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            title = " ".join(str(getattr(item, "title", "") or "").split())
+            page = reader.get_destination_page_number(item)
+            if title and page is not None and page >= 0:
+                marks.setdefault(page, []).append((min(level, 6), title[:200]))
+
+    try:
+        walk(reader.outline, 1)
+    except (PyPdfError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        log.warning("the PDF outline could not be read (%s); chunks follow its pages only", exc)
+        return {}
+    return marks
 
 
 def _docx_document(path: Path, problems: list[Problem]) -> list[Document]:
@@ -242,7 +279,7 @@ def _docx_document(path: Path, problems: list[Problem]) -> list[Document]:
                     cells = [" ".join(c.text.split()) for c in row.cells]
                     blocks.append(" | ".join(c for c in cells if c))
             else:
-                blocks.append(item.text.strip())
+                blocks.append(_docx_heading(item) + item.text.strip())
         title = document.core_properties.title or ""
     except (PackageNotFoundError, zipfile.BadZipFile, OSError, KeyError, ValueError, SyntaxError) as exc:
         problems.append(Problem(str(path), f"is not a readable DOCX file ({exc}); check the file"))
@@ -252,6 +289,21 @@ def _docx_document(path: Path, problems: list[Problem]) -> list[Document]:
         problems.append(Problem(str(path), "has no text"))
         return []
     return [make_document(title.strip() or path.stem, text, str(path))]
+
+
+def _docx_heading(paragraph: Any) -> str:
+    """``"## "`` for a paragraph styled "Heading 2" ("# " for "Title"), else ""."""
+    if not paragraph.text.strip():
+        return ""
+    name = str(getattr(getattr(paragraph, "style", None), "name", "") or "")
+    if name == "Title":
+        return "# "
+    level = name.removeprefix("Heading ").strip()
+    return (
+        "#" * int(level) + " "
+        if name.startswith("Heading ") and level.isdigit() and 1 <= int(level) <= 6
+        else ""
+    )
 
 
 def _jsonl_records(path: Path, text: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:

@@ -73,6 +73,30 @@ SECOND_HOP = (
 )
 
 
+# the long-document ranker (one stage): the first-hop features and where the chunk sits in its
+# document, its heading, its neighbours, its section and its document (operators.fusion.long_features)
+LONG_ONLY = (
+    "doc_position",
+    "doc_first_chunk",
+    "doc_chunks_log",
+    "heading_overlap",
+    "heading_depth",
+    "neighbour_dense_max",
+    "neighbour_bm25_max",
+    "doc_dense_max",
+    "doc_dense_rank",
+    "dense_rank_in_doc",
+    "doc_bm25_max",
+    "section_dense_max",
+    "section_bm25_max",
+)
+LONG_FEATURES = (*FIRST_HOP, *LONG_ONLY)
+LONG_FILE = "long.txt"
+LONG_DIR = "ranker_long"
+RETRAIN_LONG = "paretorag train-ranker --long --data ../shared/data --out DIR"
+PURPOSE_LONG = "the long-document ranker (method 'fusion' on long documents)"
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage's booster."""
@@ -122,13 +146,52 @@ def load(folder: Path | str | None = None) -> FusionRanker:
         return ranker
 
 
+@dataclass(frozen=True)
+class LongRanker:
+    """The long-document ranker's one stage and its metadata."""
+
+    stage: Stage
+    meta: dict[str, Any]
+    path: Path
+
+
+def shipped_long_dir() -> Path:
+    """The folder of the shipped long-document model (``paretorag/data/ranker_long``)."""
+    return Path(str(resources.files("paretorag") / "data" / LONG_DIR))
+
+
+def load_long(folder: Path | str | None = None) -> LongRanker:
+    """The long-document ranker in ``folder`` (default: the shipped one), loaded once per process."""
+    path = Path(folder) if folder is not None else shipped_long_dir()
+    with _LOCK:
+        hit = _LOADED_LONG.get(str(path))
+        if hit is not None:
+            return hit
+        meta = read_json(path / META_FILE, RETRAIN_LONG)
+        if meta.get("features") != list(LONG_FEATURES):
+            raise ConfigError(
+                f"{path}: the long-document ranker was trained on other features than this version "
+                f"computes; run `{RETRAIN_LONG}` again"
+            )
+        booster = load_booster(path / LONG_FILE, meta.get("sha256"), PURPOSE_LONG, RETRAIN_LONG)
+        ranker = _LOADED_LONG[str(path)] = LongRanker(Stage(booster), meta, path)
+        return ranker
+
+
+_LOADED_LONG: dict[str, LongRanker] = {}
+
 __all__ = [
     "FIRST_FILE",
+    "LONG_FEATURES",
+    "LONG_FILE",
     "META_FILE",
     "SECOND_FILE",
     "FusionRanker",
+    "LongRanker",
     "Stage",
     "load",
+    "load_long",
     "read_meta",
     "shipped_dir",
+    "shipped_long_dir",
 ]

@@ -33,6 +33,7 @@ class IndexConfig:
     embedder: str = "minilm"
     chunk_size: int = 1200
     chunk_overlap: int = 100
+    chunking: str = "sections"  # where chunks may end: "sections" (headings, paragraphs) or "sentences"
     workers: int = 2
     embed_titles: bool = True  # chunk vectors embed "title\ntext" (part of the vectors' identity)
     ann: str = "auto"  # faiss index: exact | hnsw | ivf | auto (exact below 1M vectors)
@@ -43,6 +44,8 @@ class IndexConfig:
             raise ConfigError(
                 f"chunk_size={self.chunk_size}, chunk_overlap={self.chunk_overlap}: need size > 0 and 0 <= overlap < size"
             )
+        if self.chunking not in ("sections", "sentences"):
+            raise ConfigError(f"chunking must be sections or sentences, got {self.chunking!r}")
         if self.ann not in ("auto", "exact", "hnsw", "ivf"):
             raise ConfigError(f"ann must be auto, exact, hnsw or ivf, got {self.ann!r}")
         if self.workers <= 0:
@@ -51,6 +54,7 @@ class IndexConfig:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known.setdefault("chunking", "sentences")  # indexes written before sections were chunked so
         return cls(**known)
 
 

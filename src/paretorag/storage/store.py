@@ -23,6 +23,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from ..errors import DamagedIndexError, IndexFormatError
+from ..textutil import heading_paths
 from ..types import Chunk, Document, IntArray
 from .diskerrors import database_error, sqlite_errors
 
@@ -86,6 +87,7 @@ class ChunkTable:
     starts: IntArray
     ends: IntArray
     n_tokens: IntArray
+    headings: tuple[str, ...] = ()  # heading path of each chunk ("" for none); () when all are ""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -100,26 +102,37 @@ class ChunkTable:
             text=self.texts[row],
             n_tokens=int(self.n_tokens[row]),
             title=self.titles[row],
+            heading=self.heading(row),
         )
+
+    def heading(self, row: int) -> str:
+        """The chunk's heading path, ``"Methods > Indexing"`` ("" outside any heading)."""
+        return self.headings[row] if self.headings else ""
 
     def embedded_texts(self, titles: bool = True) -> list[str]:
         """The texts whose vectors are the chunk vectors.
 
         With ``titles``, a chunk that is its whole document (a ``{title, text}`` passage) is
         embedded as ``"title\ntext"``, as HippoRAG and most dense retrievers embed passages.
-        Chunks of longer documents are embedded as text only: they all share the title, which
-        then blurs the chunks of one page together (answer-in-context@5 on nq_leval fell from
-        88.1 to 81.0 with titles on every chunk; passage sets gained 0.6-2.9 R@5).
+        Chunks of longer documents are embedded with their heading path instead
+        (``"Episodes > Season 2\ntext"``), or as text only where they have none: they all
+        share the title, which then blurs the chunks of one page together
+        (answer-in-context@5 on nq_leval fell from 88.1 to 81.0 with titles on every chunk;
+        passage sets gained 0.6-2.9 R@5). The chunk's text is always the embedded text's suffix.
         """
         if not titles:
             return list(self.texts)
         per_doc: dict[str, int] = {}
         for d in self.doc_ids:
             per_doc[d] = per_doc.get(d, 0) + 1
-        return [
-            f"{t}\n{x}" if t.strip() and per_doc[d] == 1 else x
-            for d, t, x in zip(self.doc_ids, self.titles, self.texts, strict=True)
-        ]
+        out: list[str] = []
+        for row, (d, t, x) in enumerate(zip(self.doc_ids, self.titles, self.texts, strict=True)):
+            if per_doc[d] == 1:
+                out.append(f"{t}\n{x}" if t.strip() else x)
+            else:
+                h = self.heading(row)
+                out.append(f"{h}\n{x}" if h else x)
+        return out
 
     def fingerprint(self) -> str:
         """Hash of the chunk ids in order: structures built for it are valid iff it matches."""
@@ -140,7 +153,19 @@ class ChunkTable:
             starts=np.array([c.start for c in chunks], dtype=np.int64),
             ends=np.array([c.end for c in chunks], dtype=np.int64),
             n_tokens=np.array([c.n_tokens for c in chunks], dtype=np.int64),
+            headings=tuple(c.heading for c in chunks) if any(c.heading for c in chunks) else (),
         )
+
+
+def _headings(docs: dict[str, tuple[str, str, bool]], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Heading path of each chunk row ``(chunk_id, doc_id, ord, start, ...)`` (documents that
+    are one pre-split passage have none)."""
+    starts: dict[str, list[int]] = {}
+    for r in rows:
+        if not docs[r[1]][2]:
+            starts.setdefault(r[1], []).append(r[3])
+    paths = {d: iter(heading_paths(docs[d][1], offs, docs[d][0])) for d, offs in starts.items()}
+    return [next(paths[r[1]]) if r[1] in paths else "" for r in rows]
 
 
 P = ParamSpec("P")
@@ -367,9 +392,10 @@ class Store:
         """
         with self._lock:
             docs = {
-                r[0]: (r[1], r[2])
+                r[0]: (r[1], r[2], bool(r[3]))
                 for r in self._conn.execute(
-                    "SELECT doc_id, title, text FROM documents" + ("" if ids else " WHERE deleted=0")
+                    "SELECT doc_id, title, text, presplit FROM documents"
+                    + ("" if ids else " WHERE deleted=0")
                 )
             }
             rows = self._conn.execute(
@@ -397,8 +423,9 @@ class Store:
                 n_tokens=r[5],
                 title=docs[r[1]][0],
                 text=docs[r[1]][1][r[3] : r[4]],
+                heading=heading,
             )
-            for r in rows
+            for r, heading in zip(rows, _headings(docs, rows), strict=True)
         ]
         return ChunkTable.from_chunks(chunks)
 

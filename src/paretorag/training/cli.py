@@ -197,19 +197,42 @@ def train_ranker_command(
     limit: int | None = typer.Option(
         None, "--limit", help="At most this many questions per set (for a quick run)."
     ),
-    rounds: int = typer.Option(300, "--rounds", help="Boosting rounds of each stage."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", help="Boosting rounds of each stage (default 300; 200 with --long)."
+    ),
+    long: bool = typer.Option(
+        False,
+        "--long",
+        help="Train the long-document ranker instead (long.txt + ranker.json; the shipped one is "
+        "src/paretorag/data/ranker_long) on the train parts of medical and quality.",
+    ),
 ) -> None:
     """Train the retrieval ranker of `fusion`: candidates and features per question, two LightGBM stages."""
     from rich.console import Console
 
     from ..progress import RichProgress
-    from .ranker import collect, train
+    from .ranker import LONG_ROUNDS, LONG_TRAIN_SETS, ROUNDS, collect, collect_long, train, train_long
     from .reader import TRAIN_SETS
 
     err = Console(stderr=True)
-    if rounds < 1:
+    if rounds is not None and rounds < 1:
         err.print("[red]error[/] --rounds must be at least 1")
         raise typer.Exit(2)
+    if long:
+        try:
+            err.print(f"training the long-document ranker on {', '.join(LONG_TRAIN_SETS)}")
+            with RichProgress() as progress:
+                data_long = collect_long(data, cache_dir=cache, limit=limit, progress=progress)
+            meta = train_long(data_long, out, rounds=rounds or LONG_ROUNDS)
+        except ParetoragError as exc:
+            err.print(f"[red]error[/] {exc}")
+            raise typer.Exit(1) from exc
+        err.print(
+            f"wrote {out}: {meta['questions']} questions, {meta['candidates']} candidates, out-of-fold "
+            f"hit@1 {meta['oof_hit_at_1']:.1f} (dense {meta['dense_hit_at_1']:.1f}), sha256 {meta['sha256'][:12]}"
+        )
+        return
+    rounds = rounds or ROUNDS
     try:
         sets = ", ".join(f"{s}[{a}:{b or ''}]" for s, a, b in TRAIN_SETS)
         err.print(f"training the retrieval ranker on {sets}")

@@ -20,6 +20,19 @@ Two LightGBM lambdarank models (LambdaMART, Burges 2010), one query group per qu
 
 LightGBM runs with ``deterministic=True`` and a fixed seed, so the same data gives the
 same model text (the sha256s in ``ranker.json``).
+
+The long-document ranker (``paretorag train-ranker --long``, :func:`collect_long`,
+:func:`train_long`) is one lambdarank model over the same candidates on indexes of long
+documents, with :data:`~paretorag.retrieval.ranking.LONG_FEATURES`. It trains on the
+``train`` part (:meth:`paretorag.eval.schema.Dataset.split`) of the long-document sets of
+:data:`LONG_TRAIN_SETS` only, with graded labels: for GraphRAG-Bench medical, whose copy has
+no evidence field, how much of the reference answer's content words a chunk holds (0-3:
+under a quarter, a quarter, half, three quarters); for QuALITY, the chunks of the question's
+own story holding at least half of the gold option's content words (at least two words)
+and more of them than of any other option's; for SQuAD v1.1 train articles
+(:func:`squad_articles`, given with ``--squad FILE``: whole Wikipedia articles, one
+document each, and their factoid questions), the chunks holding the answer. ``nq_leval``
+is never trained on, so its figures are out of sample.
 """
 
 from __future__ import annotations
@@ -34,15 +47,24 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..eval.loaders import load_dataset
+from ..eval.metrics import content_words, context_recall, option_passages
 from ..eval.runner import index_dir_for
+from ..eval.schema import Dataset
 from ..lgbm import lightgbm, sha256_text
 from ..progress import NullProgress, Progress
 from ..rag import RAG
 from ..retrieval.methods.fusion import Fusion
 from ..retrieval.methods.pipeline import Pipeline
-from ..retrieval.operators.fusion import FIRST_HOP, SECOND_HOP, Candidates, gather, second_hop
+from ..retrieval.operators.fusion import (
+    FIRST_HOP,
+    SECOND_HOP,
+    Candidates,
+    gather,
+    long_features,
+    second_hop,
+)
 from ..retrieval.query import State
-from ..retrieval.ranking import FIRST_FILE, META_FILE, SECOND_FILE
+from ..retrieval.ranking import FIRST_FILE, LONG_FEATURES, LONG_FILE, META_FILE, SECOND_FILE
 from .reader import TRAIN_SETS
 
 PARAMS: dict[str, Any] = {
@@ -191,4 +213,164 @@ def train(data: RankingData, out: Path | str, *, rounds: int = ROUNDS) -> dict[s
     return meta
 
 
-__all__ = ["FOLDS", "PARAMS", "ROUNDS", "RankingData", "collect", "recall_at", "train"]
+# long-document sets trained on: only their train parts (Dataset.split); nq_leval is held out
+LONG_TRAIN_SETS: tuple[str, ...] = ("medical@train", "quality@train")
+LONG_ROUNDS = 200
+
+
+@dataclass
+class LongData:
+    """Every long-document training question's candidate features and graded labels."""
+
+    features: list[np.ndarray] = field(default_factory=list)
+    labels: list[np.ndarray] = field(default_factory=list)
+    qid: list[str] = field(default_factory=list)
+    sets: dict[str, int] = field(default_factory=dict)
+
+
+def long_labels(question: Any, texts: list[str], doc_keys: list[str]) -> np.ndarray:
+    """Graded relevance (0-3) of candidate chunk texts for a long-document question (module docstring)."""
+    if question.options:
+        own = set(question.context_keys)
+        hits = option_passages(texts, question.options, int(question.meta["gold_option"]))
+        return np.array([float(h and key in own) for h, key in zip(hits, doc_keys, strict=True)])
+    evidence = [w for e in question.meta.get("evidence_texts") or [] if (w := content_words(e))]
+    if evidence:
+        words = [content_words(t) for t in texts]
+        cover = np.array([np.mean([len(e & w) / len(e) for e in evidence]) for w in words])
+        return np.floor(np.clip(cover * 4, 0, 3))
+    return np.array([context_recall([t], question.answers) for t in texts])
+
+
+SQUAD_ARTICLES = 40  # SQuAD train articles indexed for the long-document ranker (every 11th)
+SQUAD_PER_ARTICLE = 30  # questions kept per article (evenly spread over its paragraphs)
+
+
+def squad_articles(
+    path: Path | str, *, articles: int = SQUAD_ARTICLES, per_article: int = SQUAD_PER_ARTICLE
+) -> Dataset:
+    """SQuAD v1.1 train (SQuAD JSON) as long documents: ``articles`` articles spread over the
+    file, each one document (its paragraphs joined by blank lines), and ``per_article``
+    of its questions spread over its paragraphs."""
+    from ..eval.schema import Passage, Question
+
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"--squad {path}: not a readable SQuAD JSON file ({exc})") from exc
+    step = max(len(records) // max(articles, 1), 1)
+    passages: list[Passage] = []
+    questions: list[Question] = []
+    for rec in records[::step][:articles]:
+        title = str(rec["title"]).replace("_", " ")
+        paragraphs = [p for p in rec["paragraphs"] if p.get("context")]
+        text = "\n\n".join(str(p["context"]).strip() for p in paragraphs)
+        doc = Passage.make(title, text, presplit=False, source=f"{Path(path).name}#{title}")
+        passages.append(doc)
+        qas = [qa for p in paragraphs for qa in p.get("qas", []) if qa.get("answers")]
+        for qa in qas[:: max(len(qas) // max(per_article, 1), 1)][:per_article]:
+            answers = list(dict.fromkeys(str(a["text"]) for a in qa["answers"]))
+            questions.append(Question(str(qa["id"]), str(qa["question"]), answers, context_keys=[doc.key]))
+    return Dataset(name="squad_articles", questions=questions, passages=passages, meta={"file": str(path)})
+
+
+def collect_long(
+    data_dir: Path | str,
+    *,
+    cache_dir: Path | str = "eval-out/.index-cache",
+    sets: tuple[str, ...] = LONG_TRAIN_SETS,
+    squad: Path | str | None = None,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> LongData:
+    """Index each long-document set (or reuse ``paretorag eval``'s index) and gather features and labels."""
+    progress = progress or NullProgress()
+    data = LongData()
+    first_steps = Pipeline(steps=Fusion().default_steps()[:2])
+    datasets: list[tuple[str, Dataset | None]] = [(subset, None) for subset in sets]
+    if squad is not None:
+        datasets.append(("squad_articles", squad_articles(squad)))
+    for subset, given in datasets:
+        ds = given if given is not None else load_dataset(data_dir, subset)
+        questions = ds.questions[:limit] if limit is not None else ds.questions
+        index_dir = index_dir_for(Path(cache_dir), ds, None, "extractive")
+        index_dir.mkdir(parents=True, exist_ok=True)
+        kept = 0
+        with RAG.open(index_dir, methods=["fusion"], llm="extractive") as rag:
+            rag.index(ds.documents(), progress=progress)
+            view = rag.view
+            texts = view.chunks.texts
+            doc_ids = view.chunks.doc_ids
+            with progress.task(f"long ranker features · {subset}", total=len(questions)) as bar:
+                for q in questions:
+                    bar.advance()
+                    state = State(q.text)
+                    first_steps.run(view, state)
+                    dense, walk = state.get("dense"), state.get("walk")
+                    if not len(dense):
+                        continue
+                    vector = state.vector(view)
+                    cands = gather(view, q.text, vector, dense, walk)
+                    rows = [int(r) for r in cands.rows]
+                    labels = long_labels(q, [texts[r] for r in rows], [doc_ids[r] for r in rows])
+                    if not labels.any():
+                        continue
+                    data.features.append(long_features(view, cands, q.text, vector))
+                    data.labels.append(labels)
+                    data.qid.append(f"{subset}:{q.qid}")
+                    kept += 1
+        data.sets[subset] = kept
+    if not data.features:
+        raise ConfigError(f"no long-document training questions with a relevant chunk under {data_dir}")
+    return data
+
+
+def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) -> dict[str, Any]:
+    """Fit the long-document ranker; write ``long.txt`` and ``ranker.json`` to ``out``."""
+    model = _fit(data.features, data.labels, rounds)
+    folds = np.array([_fold(q) for q in data.qid])
+    oof: list[np.ndarray] = [np.zeros(0)] * len(data.features)
+    for f in range(FOLDS):
+        train_i = np.flatnonzero(folds != f)
+        m = _fit([data.features[i] for i in train_i], [data.labels[i] for i in train_i], rounds)
+        for i in np.flatnonzero(folds == f):
+            oof[i] = np.asarray(m.predict(data.features[i], num_threads=1), dtype=np.float64)
+    dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
+    hits = [(y > 0).astype(np.float64) for y in data.labels]
+    ones = [1] * len(hits)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    text = model.model_to_string()
+    (folder / LONG_FILE).write_text(text, encoding="utf-8")
+    meta: dict[str, Any] = {
+        "features": list(LONG_FEATURES),
+        "sha256": sha256_text(text),
+        "sets": data.sets,
+        "questions": len(data.features),
+        "candidates": int(sum(len(y) for y in data.labels)),
+        "params": PARAMS,
+        "rounds": rounds,
+        "folds": FOLDS,
+        # a relevant chunk (label > 0) first: out-of-fold model order against the dense order
+        "oof_hit_at_1": round(recall_at(oof, [np.minimum(h, 1) for h in hits], ones, 1), 2),
+        "dense_hit_at_1": round(recall_at(dense_first, [np.minimum(h, 1) for h in hits], ones, 1), 2),
+    }
+    (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta
+
+
+__all__ = [
+    "FOLDS",
+    "LONG_TRAIN_SETS",
+    "PARAMS",
+    "ROUNDS",
+    "LongData",
+    "RankingData",
+    "collect",
+    "collect_long",
+    "long_labels",
+    "recall_at",
+    "squad_articles",
+    "train",
+    "train_long",
+]

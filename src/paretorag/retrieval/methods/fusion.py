@@ -14,7 +14,12 @@ Three steps (:mod:`paretorag.retrieval.operators.fusion`):
    shared rare names and what the question asks beyond them) with a second model.
 
 On a corpus of long documents (fewer than half of the chunks are whole documents) the
-ranker, trained on passage corpora, is not used: ``fusion`` is then ``entity-walk``.
+passage ranker is not used; a third LightGBM model, trained on long documents only, orders
+the same candidates by the first-hop features and where each chunk sits in its document:
+its position, its heading path against the question, its neighbours', its section's and
+its document's scores (:func:`paretorag.retrieval.operators.fusion.long_features`). The
+preset ``fusion-walk-long`` keeps the entity walk's order there instead (the behaviour
+before that model, for comparison).
 
 Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call.
 Query cost: one query embedding, one dense search, one BM25 scoring, one PPR walk and two
@@ -27,7 +32,7 @@ from ..operators.dense import ChunkVDB
 from ..operators.fusion import DENSE_DEPTH, ChunkLearnedFusion
 from ..operators.walk import ChunkEntityWalk
 from ..query import State
-from .base import register
+from .base import register, register_preset
 from .pipeline import Pipeline, Steps
 
 
@@ -53,11 +58,18 @@ class Fusion(Pipeline):
 
     def _branch(self, state: State) -> str:
         n = state.info.get("fusion_candidates", 0)
-        return (
-            f"learned fusion of {n} candidates"
-            if n
-            else "the entity walk's order (a corpus of long documents)"
-        )
+        if not n:
+            return "the entity walk's order (a corpus of long documents)"
+        if state.info.get("fusion_ranker") == "long documents":
+            return f"the long-document ranker over {n} candidates"
+        return f"learned fusion of {n} candidates"
 
+
+register_preset(
+    "fusion-walk-long",
+    Fusion,
+    "fusion, keeping the entity walk's order on long documents (before the long-document ranker)",
+    rank__long="walk",
+)
 
 __all__ = ["Fusion"]
