@@ -3,7 +3,7 @@
 Defaults follow E2GraphRAG and the unified framework: 1200-token chunks with 100
 tokens of overlap, counted with the embedder's tokenizer. Chunks end at sentence
 boundaries, and at a heading or page break (:func:`paretorag.textutil.outline`) once they
-hold a quarter of their size; a section longer than a chunk is cut at a paragraph break
+hold half of their size; a section longer than a chunk is cut at a paragraph break
 where one falls in the chunk's second half, and only there do chunks overlap. A sentence
 longer than a chunk is cut at word boundaries, and where a piece has no word boundary
 either, it is cut hard at the token limit. Pre-split passages (corpus records) are kept
@@ -28,6 +28,7 @@ COUNT_BATCH_CHARS = 1 << 20  # characters of sentences counted in one tokenizer 
 _NONSPACE = re.compile(r"\S")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 CHUNKING = ("sections", "sentences")  # where chunks may end (chunk_document's ``by``)
+SECTION_MIN_FILL = 0.5  # a section starts a new chunk once the chunk holds this share of its size
 
 Unit = tuple[int, int, int]  # (start, end, tokens)
 
@@ -166,11 +167,11 @@ def chunk_document(
     """Split a document into chunks of at most ``size`` tokens.
 
     With ``by="sections"`` (the default) a chunk ends where a section starts (a heading or a
-    page break, :func:`paretorag.textutil.outline`) once it holds a quarter of ``size``
+    page break, :func:`paretorag.textutil.outline`) once it holds half of ``size``
     (a smaller section joins the next, so a heading never stands alone), and a section
     longer than a chunk is cut at its last paragraph break in the chunk's second half
     where it has one, with ``overlap`` tokens repeated only inside that section. With
-    ``by="sentences"`` (paretorag before 0.9) the text is one run of sentences, cut
+    ``by="sentences"`` (earlier releases' chunking) the text is one run of sentences, cut
     wherever a chunk is full, always with overlap.
 
     Parameters
@@ -200,7 +201,7 @@ def chunk_document(
         sectioned and i > 0 and _PARAGRAPH.search(text, units[i - 1][1], u[0]) is not None
         for i, u in enumerate(units)
     ]
-    min_fill = size // 4
+    min_fill = int(size * SECTION_MIN_FILL)
     chunks: list[Chunk] = []
     i = 0
     while i < len(units):
