@@ -142,6 +142,7 @@ class ContextItem:
     row: int = -1
     # a text made from passages (a RAPTOR summary): the chunk ids of the passages it stands for
     sources: tuple[str, ...] = ()
+    heading: str = ""  # the chunk's heading path in its document ("Methods > Indexing"; "" for none)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -151,6 +152,8 @@ class ContextItem:
             "text": self.text,
             "score": round(float(self.score), 6),
         }
+        if self.heading:
+            out["heading"] = self.heading
         if self.sources:
             out["sources"] = list(self.sources)
         return out
@@ -252,6 +255,7 @@ class Citation:
     title: str
     # a cited summary cites the passages it summarises (their chunk ids)
     sources: tuple[str, ...] = ()
+    heading: str = ""  # the cited chunk's heading path ("" for none)
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -259,6 +263,8 @@ class Citation:
             out["sources"] = list(self.sources)
         else:
             del out["sources"]
+        if not self.heading:
+            del out["heading"]
         return out
 
 

@@ -170,3 +170,22 @@ def test_unsupported_files_in_a_directory_are_reported(tmp_path):
     [p] = problems
     assert p.path == str(src) and "2 file(s) with unsupported extensions skipped" in p.message
     assert "image.png" in p.message and "sub/table.xlsx" in p.message and ".hidden" not in p.message
+
+
+def test_retrieved_passages_carry_their_heading_path(tmp_path):
+    from paretorag.answering.context import format_block
+
+    body = " ".join(f"Line {i} of the operations section." for i in range(9))  # over half a chunk
+    (tmp_path / "manual.md").write_text(
+        f"# Manual\n\nIntro text.\n\n## Operations\n\n{body}\n\n### Key rotation\n\n"
+        "Rotate the signing keys with `paretorag keys rotate` every ninety days.\n"
+    )
+    with RAG.open(
+        tmp_path / "ix", methods=["bm25"], embedder=HashEmbedder(dim=64), chunk_size=120, chunk_overlap=10
+    ) as rag:
+        rag.index([tmp_path / "manual.md"])
+        _, items = rag.retrieve("How often are the signing keys rotated?", "bm25", k=3)
+    best = items[0]
+    assert "ninety days" in best.text and best.heading == "Operations > Key rotation"
+    assert best.to_json()["heading"] == "Operations > Key rotation"
+    assert format_block(1, best).startswith("[1] manual > Operations > Key rotation\n")

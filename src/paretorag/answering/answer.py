@@ -55,7 +55,7 @@ def citations(text: str, context: Context) -> list[Citation]:
         if 1 <= n <= len(context.items) and n not in seen:
             seen.add(n)
             it = context.items[n - 1]
-            out.append(Citation(n, it.chunk_id, it.doc_id, it.title, it.sources))
+            out.append(Citation(n, it.chunk_id, it.doc_id, it.title, it.sources, it.heading))
     return out
 
 

@@ -17,7 +17,7 @@ from ..types import Budget, Context, ContextItem
 
 def format_block(n: int, item: ContextItem) -> str:
     """One numbered passage as the LLM reads it."""
-    head = f"[{n}] {item.title}".rstrip()
+    head = f"[{n}] {item.title}".rstrip() + (f" > {item.heading}" if item.heading else "")
     return f"{head}\n{item.text}"
 
 

@@ -74,7 +74,8 @@ def _print_answer(data: dict[str, Any], context_only: bool) -> None:
     for i, c in enumerate(data["contexts"], start=1):
         snippet = " ".join(str(c["text"]).split())[:160]
         out.print(
-            f"[cyan]\\[{i}][/] {_text(c['title'])} ({_text(c['chunk_id'])}, score {float(c['score']):.3f}): "
+            f"[cyan]\\[{i}][/] {_text(c['title'])}{_text(' > ' + c['heading']) if c.get('heading') else ''} "
+            f"({_text(c['chunk_id'])}, score {float(c['score']):.3f}): "
             f"{_text(snippet)}"
         )
     for w in data.get("warnings", []):

@@ -130,5 +130,12 @@ class LoadedIndex:
     def chunk_item(self, row: int, score: float) -> ContextItem:
         c = self.chunks
         return ContextItem(
-            c.ids[row], c.doc_ids[row], c.titles[row], c.texts[row], float(score), int(c.n_tokens[row]), row
+            c.ids[row],
+            c.doc_ids[row],
+            c.titles[row],
+            c.texts[row],
+            float(score),
+            int(c.n_tokens[row]),
+            row,
+            heading=c.heading(row),
         )

@@ -84,6 +84,7 @@ def search_result(rag: RAG, question: str, method: str | None, k: int | None) ->
             "doc_id": it.doc_id,
             "chunk_id": it.chunk_id,
             "title": it.title,
+            **({"heading": it.heading} if it.heading else {}),
             "score": round(float(it.score), 6),
             "text": it.text,
         }
@@ -109,6 +110,7 @@ def answer_result(rag: RAG, question: str, method: str | None, k: int | None) ->
                 "doc_id": c.doc_id,
                 "chunk_id": c.chunk_id,
                 "title": c.title,
+                **({"heading": c.heading} if c.heading else {}),
                 "score": round(float(c.score), 6),
             }
             for n, c in enumerate(ans.contexts, start=1)

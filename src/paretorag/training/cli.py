@@ -204,7 +204,13 @@ def train_ranker_command(
         False,
         "--long",
         help="Train the long-document ranker instead (long.txt + ranker.json; the shipped one is "
-        "src/paretorag/data/ranker_long) on the train parts of medical and quality.",
+        "src/paretorag/data/ranker_long) on medical's train part and, with --squad, SQuAD train articles.",
+    ),
+    squad: Path | None = typer.Option(
+        None,
+        "--squad",
+        help="With --long: SQuAD v1.1 train in SQuAD JSON (the shipped model read "
+        "squad-v1.1-train.from-explorer.json, paretorag.training.squad_pages).",
     ),
 ) -> None:
     """Train the retrieval ranker of `fusion`: candidates and features per question, two LightGBM stages."""
@@ -220,9 +226,10 @@ def train_ranker_command(
         raise typer.Exit(2)
     if long:
         try:
-            err.print(f"training the long-document ranker on {', '.join(LONG_TRAIN_SETS)}")
+            sets = [*LONG_TRAIN_SETS, *([str(squad)] if squad else [])]
+            err.print(f"training the long-document ranker on {', '.join(sets)}")
             with RichProgress() as progress:
-                data_long = collect_long(data, cache_dir=cache, limit=limit, progress=progress)
+                data_long = collect_long(data, cache_dir=cache, squad=squad, limit=limit, progress=progress)
             meta = train_long(data_long, out, rounds=rounds or LONG_ROUNDS)
         except ParetoragError as exc:
             err.print(f"[red]error[/] {exc}")

@@ -24,15 +24,15 @@ same model text (the sha256s in ``ranker.json``).
 The long-document ranker (``paretorag train-ranker --long``, :func:`collect_long`,
 :func:`train_long`) is one lambdarank model over the same candidates on indexes of long
 documents, with :data:`~paretorag.retrieval.ranking.LONG_FEATURES`. It trains on the
-``train`` part (:meth:`paretorag.eval.schema.Dataset.split`) of the long-document sets of
-:data:`LONG_TRAIN_SETS` only, with graded labels: for GraphRAG-Bench medical, whose copy has
-no evidence field, how much of the reference answer's content words a chunk holds (0-3:
-under a quarter, a quarter, half, three quarters); for QuALITY, the chunks of the question's
-own story holding at least half of the gold option's content words (at least two words)
-and more of them than of any other option's; for SQuAD v1.1 train articles
-(:func:`squad_articles`, given with ``--squad FILE``: whole Wikipedia articles, one
-document each, and their factoid questions), the chunks holding the answer. ``nq_leval``
-is never trained on, so its figures are out of sample.
+``train`` part (:meth:`paretorag.eval.schema.Dataset.split`) of :data:`LONG_TRAIN_SETS`
+(GraphRAG-Bench medical), where a chunk's label is how much of the reference answer's
+content words it holds (this copy has no evidence field; 0-3: under a quarter, a quarter,
+half, three quarters), and on SQuAD v1.1 train articles (:func:`squad_articles`, given with
+``--squad FILE``: whole Wikipedia articles, one document each, and their factoid
+questions), where the chunks holding the answer are relevant. ``nq_leval`` and QuALITY are
+never trained on, so their figures are out of sample; for a multiple-choice question
+:func:`long_labels` uses QuALITY's answer-passage rule
+(:func:`paretorag.eval.metrics.option_passages`).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def train(data: RankingData, out: Path | str, *, rounds: int = ROUNDS) -> dict[s
 
 
 # long-document sets trained on: only their train parts (Dataset.split); nq_leval is held out
-LONG_TRAIN_SETS: tuple[str, ...] = ("medical@train", "quality@train")
+LONG_TRAIN_SETS: tuple[str, ...] = ("medical@train",)
 LONG_ROUNDS = 200
 
 
@@ -226,6 +226,7 @@ class LongData:
     labels: list[np.ndarray] = field(default_factory=list)
     qid: list[str] = field(default_factory=list)
     sets: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # files read beside shared/data -> sha256
 
 
 def long_labels(question: Any, texts: list[str], doc_keys: list[str]) -> np.ndarray:
@@ -290,6 +291,7 @@ def collect_long(
     datasets: list[tuple[str, Dataset | None]] = [(subset, None) for subset in sets]
     if squad is not None:
         datasets.append(("squad_articles", squad_articles(squad)))
+        data.files[Path(squad).name] = hashlib.sha256(Path(squad).read_bytes()).hexdigest()
     for subset, given in datasets:
         ds = given if given is not None else load_dataset(data_dir, subset)
         questions = ds.questions[:limit] if limit is not None else ds.questions
@@ -346,6 +348,7 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
         "features": list(LONG_FEATURES),
         "sha256": sha256_text(text),
         "sets": data.sets,
+        "files": data.files,
         "questions": len(data.features),
         "candidates": int(sum(len(y) for y in data.labels)),
         "params": PARAMS,

@@ -115,7 +115,7 @@ async function loadMethods() {
 function openPassage(n) {
   const c = lastContexts[n - 1];
   if (!c) return;
-  $("passage-title").textContent = `[${n}] ${c.title || "(untitled)"}`;
+  $("passage-title").textContent = `[${n}] ${c.title || "(untitled)"}${c.heading ? " > " + c.heading : ""}`;
   $("passage-score").textContent = Number(c.score).toFixed(3);
   $("passage-id").textContent = c.chunk_id;
   $("passage-text").textContent = c.text;
@@ -154,7 +154,7 @@ function renderContexts(contexts) {
     const a = document.createElement("a");
     a.className = "title cite";
     a.href = "#";
-    a.textContent = c.title || "(untitled)";
+    a.textContent = (c.title || "(untitled)") + (c.heading ? " > " + c.heading : "");
     a.addEventListener("click", (ev) => { ev.preventDefault(); openPassage(i + 1); });
     li.appendChild(a);
     li.appendChild(document.createTextNode(` (score ${Number(c.score).toFixed(3)}) ${c.text.slice(0, 200)}`));
