@@ -14,6 +14,7 @@ from paretorag import RAG
 from paretorag.cli import app
 from paretorag.errors import ConfigError, IndexFormatError
 from paretorag.ingest.files import make_document
+from paretorag.kernels.rank import rrf, top_k
 from paretorag.retrieval.methods import available_methods, get_method, recommended_method
 from paretorag.retrieval.methods.fusion import Fusion
 from paretorag.retrieval.methods.pipeline import Pipeline
@@ -250,12 +251,18 @@ def test_on_long_documents_fusion_orders_by_the_long_document_ranker(tmp_path: P
         fused, _ = rag.retrieve(QUESTION, "fusion", k=4)
         walk, _ = rag.retrieve(QUESTION, "entity-walk", k=4)
         kept, _ = rag.retrieve(QUESTION, "fusion-walk-long", k=4)
+        model, _ = rag.retrieve(QUESTION, "fusion-long-model", k=4)
         state = State(QUESTION)
         Pipeline(steps=Fusion().default_steps()[:2]).run(view, state)
         vector = state.vector(view)
         cands = gather(view, QUESTION, vector, state.get("dense"), state.get("walk"))
         feats = long_features(view, cands, QUESTION, vector)
     assert fused.branch.startswith("the long-document ranker over ")
+    # fusion: the model's order and dense's, by reciprocal rank; fusion-long-model: the model's alone
+    scores = load_long().stage.predict(feats)
+    by_model = top_k(scores, scores.size, "chunk", rows=cands.rows)
+    assert model.scored.ids.tolist() == by_model.ids[:4].tolist()
+    assert fused.scored.ids.tolist() == rrf([by_model, state.get("dense")]).ids[:4].tolist()
     assert kept.scored.ids.tolist() == walk.scored.ids.tolist()  # the ablation preset: the walk's order
     assert kept.branch == "the entity walk's order (a corpus of long documents)"
     assert feats.shape == (cands.rows.size, len(LONG_FEATURES))

@@ -17,9 +17,10 @@ On a corpus of long documents (fewer than half of the chunks are whole documents
 passage ranker is not used; a third LightGBM model, trained on long documents only, orders
 the same candidates by the first-hop features and where each chunk sits in its document:
 its position, its heading path against the question, its neighbours', its section's and
-its document's scores (:func:`paretorag.retrieval.operators.fusion.long_features`). The
-preset ``fusion-walk-long`` keeps the entity walk's order there instead (the behaviour
-before that model, for comparison).
+its document's scores (:func:`paretorag.retrieval.operators.fusion.long_features`), and its
+order is fused with the dense ranking's by reciprocal rank. The preset ``fusion-walk-long``
+keeps the entity walk's order there instead (the behaviour before that model), and
+``fusion-long-model`` uses the model's order alone, for comparison.
 
 Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call.
 Query cost: one query embedding, one dense search, one BM25 scoring, one PPR walk and two
@@ -65,6 +66,12 @@ class Fusion(Pipeline):
         return f"learned fusion of {n} candidates"
 
 
+register_preset(
+    "fusion-long-model",
+    Fusion,
+    "fusion, ordering long documents by the long-document model alone (not fused with the walk)",
+    rank__long_fuse="none",
+)
 register_preset(
     "fusion-walk-long",
     Fusion,

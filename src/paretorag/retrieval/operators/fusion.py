@@ -23,13 +23,24 @@ in two stages over one candidate set:
    and the passage about that entity is found by its title and shared names.
 
 No feature reads the corpus order, so a shuffled corpus ranks the same. The models learned
-from passage corpora (one short passage per document); on a corpus of long documents,
-where fewer than half of the chunks are whole documents, the operator keeps the entity
-walk's order: there the ranker lost to dense retrieval (answer-in-context@5 on nq_leval
-82.1 against 88.1), and the walk matched it. The models were
-trained on the train splits only (``musique_train``, ``hotpotqa_train``, the 2Wiki
-question set disjoint from its dev file, ``popqa[400:]``) by ``paretorag train-ranker``
-(:mod:`paretorag.training.ranker`); the shipped pair lives in ``paretorag/data/ranker/``.
+from passage corpora (one short passage per document) and were trained on the train splits
+only (``musique_train``, ``hotpotqa_train``, the 2Wiki question set disjoint from its dev
+file, ``popqa[400:]``) by ``paretorag train-ranker`` (:mod:`paretorag.training.ranker`);
+the shipped pair lives in ``paretorag/data/ranker/``.
+
+On a corpus of long documents, where fewer than half of the chunks are whole documents,
+the passage ranker lost to dense retrieval (answer-in-context@5 on nq_leval 82.1 against
+88.1). There one model trained on long documents (``paretorag train-ranker --long``,
+``paretorag/data/ranker_long/``) orders the same candidates by the first-hop features and
+:func:`long_features`: where each chunk sits in its document and how its neighbours, its
+section and its document score for the question. Its order is fused with the dense
+ranking's by reciprocal rank (RRF, Cormack, Clarke and Buettcher 2009, k=60): the model
+learned from one medical text and SQuAD articles, whose questions share most of their words
+with the answer's paragraph, and alone it trusted a chunk holding every word of a question
+over dense retrieval (the demo's "What happens when indexing is killed halfway?" ranked a
+benchmark-commands section first). Fused, it beat dense retrieval on every long-document
+set measured, and fused with the walk's order instead it lost medical's gain;
+docs/retrieval.md has every variant's figures.
 """
 
 from __future__ import annotations
@@ -45,8 +56,9 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
+from ...errors import ConfigError
 from ...graphs.bm25 import STRUCTURE as BM25_STRUCTURE
-from ...kernels.rank import top_k
+from ...kernels.rank import rrf, top_k
 from ...textutil import FUSION_STOPWORDS
 from ...types import Scored
 from ..ranking import BRIDGE, FIRST_HOP, LONG_FEATURES, SECOND_HOP
@@ -58,11 +70,12 @@ if TYPE_CHECKING:
     from ..query import IndexView, State
 
 CANDIDATES = 30  # from each ranking
+LONG_FUSE = ("dense", "walk", "none")  # ChunkLearnedFusion's long_fuse
 # feature columns by name (the models' order: ranking.FIRST_HOP, ranking.SECOND_HOP)
 FIRST = {name: j for j, name in enumerate(FIRST_HOP)}
 SECOND = {name: j for j, name in enumerate(SECOND_HOP)}
 LONG = {name: j for j, name in enumerate(LONG_FEATURES)}
-# below this share of whole-document chunks (a corpus of long pages), the walk's order is kept
+# below this share of whole-document chunks (a corpus of long pages), the long-document ranker orders
 MIN_PASSAGE_SHARE = 0.5
 DENSE_DEPTH = 50  # dense ranks beyond the candidates still inform dense_rank
 MISSING_DENSE_RANK, MISSING_WALK_RANK, MISSING_BM25_RANK = 60, 40, 1000
@@ -410,6 +423,10 @@ class ChunkLearnedFusion(Operator):
         (long documents cut into chunks), the folder of the long-document model written by
         ``paretorag train-ranker --long`` (default: the shipped one), or ``"walk"``: return
         the ``walk`` ranking as it is (the order before the long-document ranker).
+    long_fuse : {"dense", "walk", "none"}
+        On long documents, fuse the long-document model's order with the dense ranking's
+        (the default) or the walk's by reciprocal rank (Cormack et al. 2009, k=60), or use
+        the model's order alone (``"none"``, preset ``fusion-long-model``).
     """
 
     name = "chunk.learned_fusion"
@@ -427,12 +444,16 @@ class ChunkLearnedFusion(Operator):
         k: int = 5,
         model: str | None = None,
         long: str | None = None,
+        long_fuse: str = "dense",
     ) -> None:
         self.dense = dense
         self.walk = walk
         self.k = k
         self.model = model
         self.long = long
+        if long_fuse not in LONG_FUSE:
+            raise ConfigError(f"long_fuse must be one of {', '.join(LONG_FUSE)}, got {long_fuse!r}")
+        self.long_fuse = long_fuse
 
     def run(self, index: IndexView, state: State) -> Scored:
         from ..ranking import load, load_long  # the models load on the first question
@@ -454,7 +475,10 @@ class ChunkLearnedFusion(Operator):
                 final = long_ranker.stage.predict(long_features(index, cands, state.question, query_vector))
             state.info["fusion_candidates"] = int(cands.rows.size)
             state.info["fusion_ranker"] = "long documents"
-            return top_k(final, k, "chunk", rows=cands.rows)
+            ranked = top_k(final, int(final.size), "chunk", rows=cands.rows)
+            if self.long_fuse != "none":  # fused by reciprocal rank (module docstring)
+                ranked = rrf([ranked, dense if self.long_fuse == "dense" else walk])
+            return ranked.top(k)
         ranker = load(self.model)
         with one_blas_thread():
             cands = gather(index, state.question, query_vector, dense, walk)
