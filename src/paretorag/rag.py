@@ -112,9 +112,9 @@ class RAG(IndexSession):
         chunk_size, chunk_overlap : int, optional
             Tokens per chunk and overlap (default 1200 and 100); fixed once documents exist.
         chunking : {"sections", "sentences"}, optional
-            Where chunks may end (default ``sections``: at headings, page breaks and
-            paragraphs, :func:`paretorag.ingest.chunking.chunk_document`); fixed once
-            documents exist.
+            Where chunks may end: ``sentences`` (default: wherever a chunk is full) or
+            ``sections`` (at headings, page breaks and paragraphs,
+            :func:`paretorag.ingest.chunking.chunk_document`); fixed once documents exist.
         workers : int, optional
             Processes/threads for builders (default 2).
         embed_titles : bool, optional

@@ -181,7 +181,12 @@ def test_retrieved_passages_carry_their_heading_path(tmp_path):
         "Rotate the signing keys with `paretorag keys rotate` every ninety days.\n"
     )
     with RAG.open(
-        tmp_path / "ix", methods=["bm25"], embedder=HashEmbedder(dim=64), chunk_size=120, chunk_overlap=10
+        tmp_path / "ix",
+        methods=["bm25"],
+        embedder=HashEmbedder(dim=64),
+        chunk_size=120,
+        chunk_overlap=10,
+        chunking="sections",
     ) as rag:
         rag.index([tmp_path / "manual.md"])
         _, items = rag.retrieve("How often are the signing keys rotated?", "bm25", k=3)
@@ -189,3 +194,20 @@ def test_retrieved_passages_carry_their_heading_path(tmp_path):
     assert "ninety days" in best.text and best.heading == "Operations > Key rotation"
     assert best.to_json()["heading"] == "Operations > Key rotation"
     assert format_block(1, best).startswith("[1] manual > Operations > Key rotation\n")
+
+
+def test_chunking_is_kept_by_the_index_and_fixed_once_documents_exist(tmp_path):
+    import pytest
+
+    from paretorag.errors import ConfigError
+    from paretorag.storage.manifest import IndexConfig
+
+    assert IndexConfig().chunking == "sentences" and IndexConfig.from_json({}).chunking == "sentences"
+    (tmp_path / "a.md").write_text("# A\n\nSome text about otters.\n")
+    with RAG.open(tmp_path / "ix", embedder=HashEmbedder(dim=32), chunking="sections") as rag:
+        rag.index([tmp_path / "a.md"])
+        assert rag.manifest.config.chunking == "sections"
+    with pytest.raises(ConfigError, match="chunked by sections"):
+        RAG.open(tmp_path / "ix", embedder=HashEmbedder(dim=32), chunking="sentences")
+    with pytest.raises(ConfigError, match="chunking must be sections or sentences"):
+        IndexConfig(chunking="pages").validate()

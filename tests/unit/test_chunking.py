@@ -159,7 +159,7 @@ def _sectioned(n_sections: int = 4, sentences: int = 12) -> str:
 
 def test_section_chunks_start_at_headings_without_overlap(minilm):
     doc = make_document("Report", _sectioned(), "mem.md")
-    chunks = chunk_document(doc, minilm.tokenizer, size=300, overlap=40)
+    chunks = chunk_document(doc, minilm.tokenizer, size=300, overlap=40, by="sections")
     heads = [doc.text.index(f"## Part {s}") for s in range(4)]
     # the title heading is too small alone: it joins the first part; every other part starts a chunk
     assert [c.start for c in chunks] == [0, *heads[1:]]
@@ -172,7 +172,7 @@ def test_section_chunks_start_at_headings_without_overlap(minilm):
 def test_a_long_section_is_cut_at_a_paragraph_with_overlap_inside_it(minilm):
     text = "\n\n".join(" ".join(SENT.format(i=f"{p}.{i}") for i in range(5)) for p in range(6))
     doc = make_document("long", "## Only\n\n" + text, "mem.md")
-    chunks = chunk_document(doc, minilm.tokenizer, size=200, overlap=30)
+    chunks = chunk_document(doc, minilm.tokenizer, size=200, overlap=30, by="sections")
     assert len(chunks) > 2
     for c in chunks[:-1]:  # each ends where a paragraph ends
         assert doc.text[c.end :].lstrip(" ").startswith("\n\n")

@@ -90,7 +90,7 @@ def test_chunks_read_back_with_their_heading_paths(tmp_path):
     doc = make_document("Atlas", text, "atlas.md")
     passage = make_document("Rhine", "## Not a section\n\nThe Rhine flows north.", "c.json#0", presplit=True)
     store = Store(tmp_path)
-    store.add_document(doc, chunk_document(doc, tok, size=60, overlap=10))
+    store.add_document(doc, chunk_document(doc, tok, size=60, overlap=10, by="sections"))
     store.add_document(passage, chunk_document(passage, tok, size=60, overlap=10))
     table = store.chunk_table()
     rows = [r for r in range(len(table)) if table.doc_ids[r] == doc.doc_id]

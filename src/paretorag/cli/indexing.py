@@ -161,7 +161,8 @@ def index(
     chunking: str | None = typer.Option(
         None,
         "--chunking",
-        help="Where chunks end: sections (default: at headings, page breaks, paragraphs) | sentences.",
+        help="Where chunks end: sentences (default: wherever a chunk is full) | sections (at headings, "
+        "page breaks and paragraphs, with heading paths).",
     ),
     embed_titles: bool | None = typer.Option(
         None,

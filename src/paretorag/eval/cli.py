@@ -72,7 +72,7 @@ def eval_command(
         "--chunking",
         help="Chunkings to compare, comma-separated KIND[:SIZE] (KIND sections or sentences, SIZE in "
         "tokens, default 1200), e.g. sections:600,sections:1200,sentences:1200: one index each, one "
-        "row each per method. Default: the index's own (sections, 1200 for a new one).",
+        "row each per method. Default: the index's own (sentences, 1200 for a new one).",
     ),
     corpus: str = typer.Option(
         "full", "--corpus", help="'full' corpus, or 'own': only the questions' passages."

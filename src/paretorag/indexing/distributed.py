@@ -264,7 +264,7 @@ class RayCluster:
                 nxt += 1
 
     def chunk(
-        self, spec: str, docs: Sequence[Document], size: int, overlap: int, by: str = "sections"
+        self, spec: str, docs: Sequence[Document], size: int, overlap: int, by: str = "sentences"
     ) -> Iterator[list[Chunk]]:
         """The chunks of each document, in order (:func:`paretorag.ingest.chunking.chunk_document`)."""
         groups: list[list[Document]] = []

@@ -33,7 +33,7 @@ class IndexConfig:
     embedder: str = "minilm"
     chunk_size: int = 1200
     chunk_overlap: int = 100
-    chunking: str = "sections"  # where chunks may end: "sections" (headings, paragraphs) or "sentences"
+    chunking: str = "sentences"  # where chunks may end: "sentences", or "sections" (headings, paragraphs)
     workers: int = 2
     embed_titles: bool = True  # chunk vectors embed "title\ntext" (part of the vectors' identity)
     ann: str = "auto"  # faiss index: exact | hnsw | ivf | auto (exact below 1M vectors)
@@ -54,7 +54,7 @@ class IndexConfig:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        known.setdefault("chunking", "sentences")  # indexes written before sections were chunked so
+        known.setdefault("chunking", "sentences")  # indexes written before the setting were chunked so
         return cls(**known)
 
 

@@ -41,7 +41,7 @@ documentation (``make demo``'s index) it lost the chunk that answers "How many p
 the MuSiQue dev corpus have?", first in dense and walk order, out of the top 5: the model
 learned from one medical text and SQuAD articles, whose questions share most of their words
 with the answer's paragraph, and ranks a chunk with few of the question's words low
-(docs/retrieval.md).
+(docs/long-documents.md).
 """
 
 from __future__ import annotations
