@@ -97,10 +97,12 @@ def test_chunks_read_back_with_their_heading_paths(tmp_path):
     paths = [table.heading(r) for r in rows]
     assert paths[0] == "" and "Rivers" in paths and "Rivers > Rhine" in paths  # "Atlas" is the title
     assert table.heading(len(table) - 1) == ""  # a pre-split passage has no path
-    embedded = table.embedded_texts(True)
+    embedded = table.embedded_texts(True, headings=True)  # BM25's texts
     for r in rows:
         expected = f"{table.heading(r)}\n{table.texts[r]}" if table.heading(r) else table.texts[r]
         assert embedded[r] == expected
     assert embedded[-1] == "Rhine\n## Not a section\n\nThe Rhine flows north."
+    vectors = table.embedded_texts(True)  # the vectors' texts: no heading path
+    assert [vectors[r] for r in rows] == [table.texts[r] for r in rows] and vectors[-1] == embedded[-1]
     assert table.embedded_texts(False) == list(table.texts)
     assert table.chunk(rows[-1]).heading == "Rivers > Rhine"

@@ -25,7 +25,8 @@ question is tokenized exactly as the chunks were:
   "university" -> "univers" for "universiti"). ``"none"`` keeps the words as they are.
 
 The chunk's title is indexed with its text (``titles=True``), as the chunk vectors embed
-``"title\\ntext"``.
+``"title\\ntext"``; a chunk of a longer document is indexed with its heading path instead
+(``ChunkTable.embedded_texts``).
 
 Stored arrays (``allow_pickle=False``, no pickle anywhere): ``scores_data`` /
 ``scores_indices`` / ``scores_indptr`` (the chunk x term score matrix in CSC form: column
@@ -213,7 +214,8 @@ class BM25Builder(Builder):
     stopwords : {"english", "none"}
         Drop the English stopwords shipped with ``bm25s``, or keep every word.
     titles : bool
-        Index ``"title\\ntext"`` (True) or the text alone.
+        Index ``"title\\ntext"`` (or ``"heading path\\ntext"`` for a chunk of a longer
+        document; True) or the text alone.
     """
 
     name = STRUCTURE
@@ -237,7 +239,7 @@ class BM25Builder(Builder):
         self.titles = titles
 
     def build(self, ctx: BuildContext) -> StructureData:
-        texts = ctx.chunks.embedded_texts(bool(self.titles))
+        texts = ctx.chunks.embedded_texts(bool(self.titles), headings=bool(self.titles))
         settings = tokenizer_settings(self.stemmer, self.stopwords)
         # each chunk's terms are cached by text and tokenizer, so an insert tokenizes only
         # its new chunks (stemming is most of a build); the scores are recomputed in full
