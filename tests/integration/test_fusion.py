@@ -25,10 +25,10 @@ from paretorag.retrieval.operators.fusion import (
     Candidates,
     ChunkLearnedFusion,
     gather,
-    long_features,
     normalize,
     second_hop,
 )
+from paretorag.retrieval.operators.fusion_long import long_features
 from paretorag.retrieval.query import State
 from paretorag.retrieval.ranking import (
     LONG_FEATURES,

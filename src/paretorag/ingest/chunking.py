@@ -2,9 +2,10 @@
 
 Defaults follow E2GraphRAG and the unified framework: 1200-token chunks with 100
 tokens of overlap, counted with the embedder's tokenizer. Chunks end at sentence
-boundaries, and at a heading or page break (:func:`paretorag.textutil.outline`) once they
-hold half of their size; a section longer than a chunk is cut at a paragraph break
-where one falls in the chunk's second half, and only there do chunks overlap. A sentence
+boundaries; with ``by="sections"`` also at a heading or page break
+(:func:`paretorag.textutil.outline`) once they hold half of their size, and a section
+longer than a chunk is cut at a paragraph break where one falls in the chunk's second
+half, the only place where such chunks overlap. A sentence
 longer than a chunk is cut at word boundaries, and where a piece has no word boundary
 either, it is cut hard at the token limit. Pre-split passages (corpus records) are kept
 as given.

@@ -226,8 +226,8 @@ def train_ranker_command(
         raise typer.Exit(2)
     if long:
         try:
-            sets = [*LONG_TRAIN_SETS, *([str(squad)] if squad else [])]
-            err.print(f"training the long-document ranker on {', '.join(sets)}")
+            long_sets = [*LONG_TRAIN_SETS, *([str(squad)] if squad else [])]
+            err.print(f"training the long-document ranker on {', '.join(long_sets)}")
             with RichProgress() as progress:
                 data_long = collect_long(data, cache_dir=cache, squad=squad, limit=limit, progress=progress)
             meta = train_long(data_long, out, rounds=rounds or LONG_ROUNDS)

@@ -60,9 +60,9 @@ from ..retrieval.operators.fusion import (
     SECOND_HOP,
     Candidates,
     gather,
-    long_features,
     second_hop,
 )
+from ..retrieval.operators.fusion_long import long_features
 from ..retrieval.query import State
 from ..retrieval.ranking import FIRST_FILE, LONG_FEATURES, LONG_FILE, META_FILE, SECOND_FILE
 from .reader import TRAIN_SETS
