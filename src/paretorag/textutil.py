@@ -404,7 +404,6 @@ _TAG = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _INNER_TAG = re.compile(r"<[^>]{0,80}>")
-_LINE = re.compile(r"[^\n]*\n?")
 
 
 @dataclass(frozen=True)
@@ -420,12 +419,11 @@ class Heading:
 def _atx(text: str) -> list[Heading]:
     out: list[Heading] = []
     fence = ""
-    if "#" not in text and "`" not in text and "~" not in text:
+    if "#" not in text:  # no heading without one
         return out
-    for m in _LINE.finditer(text):
-        line = m.group().rstrip("\n")
-        if not line and m.end() == m.start():
-            break
+    start = 0
+    for line in text.split("\n"):
+        at, start = start, start + len(line) + 1
         f = _FENCE.match(line)
         if f is not None:
             mark = f.group(1)
@@ -441,7 +439,7 @@ def _atx(text: str) -> list[Heading]:
         if h is not None and len(h.group(2)) <= MAX_HEADING_CHARS:
             title = " ".join(h.group(2).split())
             if title:
-                out.append(Heading(m.start() + page, m.start() + len(line), len(h.group(1)), title))
+                out.append(Heading(at + page, at + len(line), len(h.group(1)), title))
     return out
 
 

@@ -11,10 +11,11 @@ live in ``paretorag/data/ranker/``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +30,8 @@ RETRAIN = "paretorag train-ranker --data ../shared/data --out DIR"
 PURPOSE = "the learned retrieval ranker (method 'fusion')"
 
 _LOCK = threading.Lock()
-_LOADED: dict[str, FusionRanker] = {}
+_LOADED: dict[str, Any] = {}  # "KIND:FOLDER" -> a loaded model (_once)
+T = TypeVar("T")
 
 
 def shipped_dir() -> Path:
@@ -132,18 +134,27 @@ def read_meta(folder: Path | str | None = None) -> dict[str, Any]:
     return meta
 
 
+def _once(kind: str, path: Path, build: Callable[[], T]) -> T:
+    """``build()``'s model for ``path``, built once per process (``kind`` tells the models apart)."""
+    with _LOCK:
+        key = f"{kind}:{path}"
+        if key not in _LOADED:
+            _LOADED[key] = build()
+        hit: T = _LOADED[key]
+        return hit
+
+
 def load(folder: Path | str | None = None) -> FusionRanker:
     """The ranker in ``folder`` (default: the shipped one), loaded once per process."""
     path = Path(folder) if folder is not None else shipped_dir()
-    with _LOCK:
-        hit = _LOADED.get(str(path))
-        if hit is not None:
-            return hit
+
+    def build() -> FusionRanker:
         meta = read_meta(path)
         first = load_booster(path / FIRST_FILE, meta.get("first_sha256"), PURPOSE, RETRAIN)
         second = load_booster(path / SECOND_FILE, meta.get("second_sha256"), PURPOSE, RETRAIN)
-        ranker = _LOADED[str(path)] = FusionRanker(Stage(first), Stage(second), meta, path)
-        return ranker
+        return FusionRanker(Stage(first), Stage(second), meta, path)
+
+    return _once("passages", path, build)
 
 
 @dataclass(frozen=True)
@@ -163,10 +174,8 @@ def shipped_long_dir() -> Path:
 def load_long(folder: Path | str | None = None) -> LongRanker:
     """The long-document ranker in ``folder`` (default: the shipped one), loaded once per process."""
     path = Path(folder) if folder is not None else shipped_long_dir()
-    with _LOCK:
-        hit = _LOADED_LONG.get(str(path))
-        if hit is not None:
-            return hit
+
+    def build() -> LongRanker:
         meta = read_json(path / META_FILE, RETRAIN_LONG)
         if meta.get("features") != list(LONG_FEATURES):
             raise ConfigError(
@@ -174,11 +183,10 @@ def load_long(folder: Path | str | None = None) -> LongRanker:
                 f"computes; run `{RETRAIN_LONG}` again"
             )
         booster = load_booster(path / LONG_FILE, meta.get("sha256"), PURPOSE_LONG, RETRAIN_LONG)
-        ranker = _LOADED_LONG[str(path)] = LongRanker(Stage(booster), meta, path)
-        return ranker
+        return LongRanker(Stage(booster), meta, path)
 
+    return _once("long", path, build)
 
-_LOADED_LONG: dict[str, LongRanker] = {}
 
 __all__ = [
     "FIRST_FILE",

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +65,7 @@ from ..retrieval.operators.fusion import (
     second_hop,
 )
 from ..retrieval.operators.fusion_long import long_features
-from ..retrieval.query import State
+from ..retrieval.query import IndexView, State
 from ..retrieval.ranking import FIRST_FILE, LONG_FEATURES, LONG_FILE, META_FILE, SECOND_FILE
 from .reader import TRAIN_SETS
 
@@ -97,6 +99,30 @@ class RankingData:
     sets: dict[str, int] = field(default_factory=dict)
 
 
+@contextmanager
+def _training_index(cache_dir: Path | str, ds: Dataset, progress: Progress) -> Iterator[IndexView]:
+    """``ds`` indexed for ``fusion`` in ``paretorag eval``'s cache (reused when it is there)."""
+    index_dir = index_dir_for(Path(cache_dir), ds, None, "extractive")
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with RAG.open(index_dir, methods=["fusion"], llm="extractive") as rag:
+        rag.index(ds.documents(), progress=progress)
+        yield rag.view
+
+
+def _candidates(
+    view: IndexView, first_steps: Pipeline, question: str
+) -> tuple[Candidates, np.ndarray] | None:
+    """The method's candidates for ``question`` (its dense and walk steps, then the BM25 top)
+    and the question's vector; None when dense retrieval finds nothing."""
+    state = State(question)
+    first_steps.run(view, state)
+    dense, walk = state.get("dense"), state.get("walk")
+    if not len(dense):
+        return None
+    vector = state.vector(view)
+    return gather(view, question, vector, dense, walk), vector
+
+
 def collect(
     data_dir: Path | str,
     *,
@@ -114,23 +140,17 @@ def collect(
         questions = [q for q in ds.questions[start:stop] if q.gold_keys or q.meta.get("evidence")]
         if limit is not None:
             questions = questions[:limit]
-        index_dir = index_dir_for(Path(cache_dir), ds, None, "extractive")
-        index_dir.mkdir(parents=True, exist_ok=True)
-        with RAG.open(index_dir, methods=["fusion"], llm="extractive") as rag:
-            rag.index(ds.documents(), progress=progress)
-            view = rag.view
+        with _training_index(cache_dir, ds, progress) as view:
             doc_ids = np.asarray(view.chunks.doc_ids)
             titles = np.asarray(view.chunks.titles)
             known_titles = set(view.chunks.titles)
             with progress.task(f"ranker features · {subset}", total=len(questions)) as bar:
                 for q in questions:
                     bar.advance()
-                    state = State(q.text)
-                    first_steps.run(view, state)
-                    dense, walk = state.get("dense"), state.get("walk")
-                    if not len(dense):
+                    found = _candidates(view, first_steps, q.text)
+                    if found is None:
                         continue
-                    cands = gather(view, q.text, state.vector(view), dense, walk)
+                    cands = found[0]
                     if q.gold_keys:
                         gold = set(q.gold_keys)
                         hits = [d in gold for d in doc_ids[cands.rows]]
@@ -295,24 +315,17 @@ def collect_long(
     for subset, given in datasets:
         ds = given if given is not None else load_dataset(data_dir, subset)
         questions = ds.questions[:limit] if limit is not None else ds.questions
-        index_dir = index_dir_for(Path(cache_dir), ds, None, "extractive")
-        index_dir.mkdir(parents=True, exist_ok=True)
         kept = 0
-        with RAG.open(index_dir, methods=["fusion"], llm="extractive") as rag:
-            rag.index(ds.documents(), progress=progress)
-            view = rag.view
+        with _training_index(cache_dir, ds, progress) as view:
             texts = view.chunks.texts
             doc_ids = view.chunks.doc_ids
             with progress.task(f"long ranker features · {subset}", total=len(questions)) as bar:
                 for q in questions:
                     bar.advance()
-                    state = State(q.text)
-                    first_steps.run(view, state)
-                    dense, walk = state.get("dense"), state.get("walk")
-                    if not len(dense):
+                    found = _candidates(view, first_steps, q.text)
+                    if found is None:
                         continue
-                    vector = state.vector(view)
-                    cands = gather(view, q.text, vector, dense, walk)
+                    cands, vector = found
                     rows = [int(r) for r in cands.rows]
                     labels = long_labels(q, [texts[r] for r in rows], [doc_ids[r] for r in rows])
                     if not labels.any():
@@ -338,7 +351,7 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
         for i in np.flatnonzero(folds == f):
             oof[i] = np.asarray(m.predict(data.features[i], num_threads=1), dtype=np.float64)
     dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
-    hits = [(y > 0).astype(np.float64) for y in data.labels]
+    hits = [(y > 0).astype(np.float64) for y in data.labels]  # any relevant chunk counts
     ones = [1] * len(hits)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -355,8 +368,8 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
         "rounds": rounds,
         "folds": FOLDS,
         # a relevant chunk (label > 0) first: out-of-fold model order against the dense order
-        "oof_hit_at_1": round(recall_at(oof, [np.minimum(h, 1) for h in hits], ones, 1), 2),
-        "dense_hit_at_1": round(recall_at(dense_first, [np.minimum(h, 1) for h in hits], ones, 1), 2),
+        "oof_hit_at_1": round(recall_at(oof, hits, ones, 1), 2),
+        "dense_hit_at_1": round(recall_at(dense_first, hits, ones, 1), 2),
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return meta
