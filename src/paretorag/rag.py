@@ -312,6 +312,7 @@ class RAG(IndexSession):
             retrieval_seconds=retrieval_s,
             on_token=on_token,
             reader=reader,
+            params=params,
         )
 
     def answer(
@@ -327,15 +328,24 @@ class RAG(IndexSession):
         retrieval_seconds: float = 0.0,
         on_token: Callable[[str], None] | None = None,
         reader: str | None = None,
+        params: dict[str, Any] | None = None,
     ) -> Answer:
-        """Pack a retrieval's items under ``budget`` and generate the answer (no second retrieval).
+        """Pack a retrieval's items under ``budget`` and generate the answer.
 
         The answer's usage includes the LLM calls the retrieval made (``retrieval.usage``).
         ``on_token`` receives the answer's pieces as the LLM streams them; ``reader`` is
-        as in :meth:`query`. The work is :func:`paretorag.answering.answerer.answer`'s.
+        as in :meth:`query`. The offline reader may retrieve once more with ``method`` and
+        its ``params`` (its second hop, :mod:`~paretorag.answering.reader.hops`; shown in the
+        answer's ``trace["second_hop"]``). The work is :func:`paretorag.answering.answerer.answer`'s.
         """
+        hop_method = method or self.default_method()
+        hop_params = dict(params or {})
+
+        def again(query: str, k: int) -> tuple[Retrieval, list[ContextItem]]:
+            return self.retrieve(query, hop_method, k=k, **hop_params)
+
         return answer(
-            self._answer_models(),
+            replace(self._answer_models(), retrieve=again),
             question.strip(),
             retrieval,
             items,

@@ -133,3 +133,25 @@ def test_the_reader_without_its_span_model_answers_by_its_own_name(tmp_path, min
     assert rag._nospan_reader._span_model is None  # never loaded
     assert rag._offline_reader is not None and rag._offline_reader.span_mode == "compare"
     assert plain.found is not None and full.found is not None
+
+
+def test_the_second_hop_asks_the_same_method_again_and_shows_it_in_the_trace(tmp_path, minilm, docs):
+    """``reader``: a span answer retrieves once more with the question and that answer; ``reader-onehop``
+    reads once. The hop is in the trace, and a taken hop cites the passages it added."""
+    rag = RAG.open(tmp_path / "ix", embedder=minilm, chunk_size=200, chunk_overlap=20)
+    rag.index(docs)
+    question = "Who is the captain of the ship?"
+    one = rag.query(question, k=2, reader="reader-onehop")
+    two = rag.query(question, k=2, reader="reader")
+    assert one.answered_by == "reader-onehop" and "second_hop" not in one.trace
+    hop = two.trace["second_hop"]
+    first = one.short or ""
+    assert hop["query"].startswith(question + " ") and hop["bridge"] and hop["query"].endswith(hop["bridge"])
+    assert first == "" or hop["bridge"] == first
+    assert 0 <= hop["new_passages"] <= 3 and hop["confidence"][0] == round(float(one.confidence or 0.0), 4)
+    if hop["taken"]:
+        assert len(two.contexts) == len(one.contexts) + hop["new_passages"]
+        assert (two.confidence or 0.0) > (one.confidence or 0.0)
+    else:
+        assert [c.chunk_id for c in two.contexts] == [c.chunk_id for c in one.contexts]
+        assert two.short == one.short

@@ -25,10 +25,12 @@ from .answer import WINDOW_MARGIN, citations, fit_to_window, generate
 from .context import pack
 from .mapreduce import BATCH_TOKENS, map_reduce
 from .reader.core import ReaderResult
+from .reader.hops import second_hop
 
-# "reader-nospan" is the offline reader without its span model (to compare the two in one eval run)
-READERS = ("reader", "reader-nospan", "extractive", "llm")
-OFFLINE_READERS = ("reader", "reader-nospan")
+# "reader-nospan" is the offline reader without its span model, "reader-onehop" without its
+# second hop (to compare them with "reader" in one eval run)
+READERS = ("reader", "reader-nospan", "reader-onehop", "extractive", "llm")
+OFFLINE_READERS = ("reader", "reader-nospan", "reader-onehop")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,9 @@ class AnswerModels:
     to the index's embedder; ``llm_for(usage, stage, base)`` wraps a model so its calls
     are cached and counted; ``read(question, context, span)`` runs the offline reader (with
     its span model or, ``span=False``, without) and returns the context with any passage it
-    fetched by title appended.
+    fetched by title appended; ``retrieve(query, k)``, where given, is the answer's own
+    retrieval (its method and parameters) for the reader's second hop
+    (:mod:`~paretorag.answering.reader.hops`).
     """
 
     tokenizer: Tokenizer
@@ -47,10 +51,12 @@ class AnswerModels:
     extractive: Callable[[], LLM]
     llm_for: Callable[[Usage, str, LLM], LLM]
     read: Callable[[str, Context, bool], tuple[Context, ReaderResult]]
+    retrieve: Callable[[str, int], tuple[Retrieval, list[ContextItem]]] | None = None
 
 
 def choose_answerer(reader: str | None, base_llm: Callable[[], LLM]) -> str:
-    """Who answers: ``reader`` (the offline reader; ``reader-nospan`` without its span model),
+    """Who answers: ``reader`` (the offline reader; ``reader-nospan`` without its span model,
+    ``reader-onehop`` without its second hop),
     ``extractive`` (evidence sentences) or ``llm``.
 
     ``None`` picks the index's LLM when it is generative, else the reader.
@@ -95,8 +101,20 @@ def answer(
     evidence = retrieval.context_text
     warnings: list[str] = []
     read = None
+    hop = None
     if who in OFFLINE_READERS:
-        ctx, read = models.read(question, ctx, who == "reader")
+        ctx, read = models.read(question, ctx, who != "reader-nospan")
+        if who == "reader" and models.retrieve is not None:
+            again = models.retrieve
+
+            def retrieve(query: str, k: int) -> list[ContextItem]:
+                r, found = again(query, k)
+                usage.merge(r.usage)  # a method that asks an LLM at query time asks it again
+                return found
+
+            ctx, read, hop = second_hop(
+                question, ctx, read, retrieve, lambda c: models.read(question, c, True)
+            )
         text = read.text
         cites = citations(text, ctx)
         if on_token is not None:
@@ -141,6 +159,9 @@ def answer(
         )
     t2 = time.perf_counter()
     total = retrieval_seconds + (t2 - t1)
+    trace = _trace(retrieval, ctx, b)
+    if hop is not None:  # the second retrieval and read are in the generation time
+        trace["second_hop"] = hop.to_json()
     return Answer(
         question=question,
         text=text,
@@ -158,7 +179,7 @@ def answer(
         confidence=read.confidence if read is not None else None,
         found=read.found if read is not None else None,
         answered_by=who if who in ("", *OFFLINE_READERS, "extractive") else models.base_llm().name,
-        trace=_trace(retrieval, ctx, b),
+        trace=trace,
     )
 
 

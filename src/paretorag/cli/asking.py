@@ -64,7 +64,7 @@ def _method_settings(method: str) -> dict[str, Any]:
 
 def _print_answer(data: dict[str, Any], context_only: bool) -> None:
     """An answer's JSON (``Answer.to_json``, or a server's ``POST /query``) for a reader."""
-    if not context_only and data.get("answered_by") in ("reader", "reader-nospan"):
+    if not context_only and data.get("answered_by") in ("reader", "reader-nospan", "reader-onehop"):
         head, _, rest = str(data["text"]).partition("\n")
         out.print(f"[bold]{_text(head)}[/]" + (f"\n{_text(rest.strip())}" if rest.strip() else ""))
         found = "" if data.get("found") else " (not found)"
@@ -112,7 +112,8 @@ ContextOnlyOpt = typer.Option(False, "--context-only", help="Retrieve only; no a
 ReaderOpt = typer.Option(
     None,
     "--reader",
-    help="Who answers: reader (short answer + evidence, offline; reader-nospan: without its span model), "
+    help="Who answers: reader (short answer + evidence, offline; reader-nospan: without its span model, "
+    "reader-onehop: without its second retrieval), "
     "extractive (evidence sentences) or llm (the --llm / index LLM). Default: the LLM when it generates, "
     "else the reader.",
 )

@@ -19,10 +19,10 @@ class QueryBody(BaseModel):
     k: int | None = Field(None, description="Passages to retrieve (the method's default if omitted).")
     context_only: bool = Field(False, description="Retrieve only; no answer (no LLM call).")
     budget: int | None = Field(None, description="Context budget in tokens.")
-    reader: Literal["reader", "reader-nospan", "extractive", "llm"] | None = Field(
+    reader: Literal["reader", "reader-nospan", "reader-onehop", "extractive", "llm"] | None = Field(
         None,
         description="Who answers: the offline reader (short answer, evidence, confidence, found; "
-        "reader-nospan: without its span model), "
+        "reader-nospan: without its span model, reader-onehop: without its second retrieval), "
         "extractive evidence sentences, or the configured LLM. Default: the LLM when it is generative, "
         "else the reader.",
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ MAX_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUESTION = 64
 MAX_ANSWER = 30  # tokens
+LOGIT_MEMO = 256  # windows whose logits a model remembers (about 3 KB each at 384 tokens)
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,10 @@ class SpanModel:
         self.doc_stride = int(self.meta.get("settings", {}).get("doc_stride", DOC_STRIDE))
         self.tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
         self.session = cpu_session(onnx_path, threads=threads, cache=cache_root())
+        self._memo: OrderedDict[tuple[tuple[int, ...], ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+            OrderedDict()
+        )
+        self._memo_lock = threading.Lock()
 
     def logits(self, wins: list[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start, end and class logits of the windows (rows in their order; a row's columns
@@ -240,11 +246,28 @@ class SpanModel:
         end = np.zeros_like(start)
         cls = np.zeros((len(wins), len(CLASSES)), dtype=np.float32)
         for r, w in enumerate(wins):
-            s, e, c = self.session.run(None, batch_arrays([w]))
-            start[r, : s.shape[1]] = s[0]
-            end[r, : e.shape[1]] = e[0]
-            cls[r] = c[0]
+            s, e, c = self._window_logits(w)
+            start[r, : len(s)] = s
+            end[r, : len(e)] = e
+            cls[r] = c
         return start, end, cls
+
+    def _window_logits(self, w: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One window's logits, remembered for the last :data:`LOGIT_MEMO` windows read: the
+        reader's second hop reads the first hop's passages again with the same question."""
+        key = (tuple(w.ids), tuple(w.type_ids))
+        with self._memo_lock:
+            hit = self._memo.get(key)
+            if hit is not None:
+                self._memo.move_to_end(key)
+                return hit
+        s, e, c = self.session.run(None, batch_arrays([w]))
+        out = (s[0], e[0], c[0])
+        with self._memo_lock:
+            self._memo[key] = out
+            while len(self._memo) > LOGIT_MEMO:
+                self._memo.popitem(last=False)
+        return out
 
     def read(self, question: str, passages: list[str], top: int = 5) -> list[Span]:
         """The ``top`` answers to ``question`` over ``passages``, best first (empty with no passages)."""
