@@ -160,6 +160,13 @@ def answer(
     t2 = time.perf_counter()
     total = retrieval_seconds + (t2 - t1)
     trace = _trace(retrieval, ctx, b)
+    if read is not None:  # which of the reader's stages answered, and what it read
+        trace["reader"] = {
+            **read.trace,
+            "stage": read.kind,
+            "expected": read.expected,
+            "confidence": read.confidence,
+        }
     if hop is not None:  # the second retrieval and read are in the generation time
         trace["second_hop"] = hop.to_json()
     return Answer(

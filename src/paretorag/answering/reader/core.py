@@ -32,17 +32,26 @@ import numpy as np
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
 from ...textutil import reading_sentences
+from .calibration import WITHHELD_STAGES, Calibration
+from .calibration import features as calibration_features
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
 from .compare import Verdict, choose, yes_no
 from .neural import configured_span_model, shipped_span_model
 from .question import QuestionInfo, analyze, known_entities
-from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
+from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta, shipped_dir
 from .spans import question_entities
 from .stored import StoredSpans
 
 NOT_FOUND = "The documents do not contain an answer to this question."
 _WHAT_HAPPENS = re.compile(r"^\s*what\s+(?:happens|happened|will happen|does\s+\S+\s+do)\b", re.IGNORECASE)
+# a question that asks for a list or a description ("What are the symptoms of ...?", "List three
+# ...", "Describe ..."): its answer is the sentence that holds the span read, not the span
+_DESCRIBE = re.compile(
+    r"^\s*(?:(?:what|which)\s+(?:\w+\s+){0,3}?(?:are|were)\b"
+    r"|(?:list|name|describe|explain|summari[sz]e|outline|identify|compare)\b)",
+    re.IGNORECASE,
+)
 SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
 # in compare mode a span the other stages did not read needs at least this probability
 SPAN_FLOOR = 0.1
@@ -142,6 +151,8 @@ class Reader:
         self.span_model_dir, self.span_mode = configured_span_model(span_model, span_mode)
         self.span_min = span_min
         self._span_model: Any = None
+        # the calibrated confidence (calibration.json beside the ranker); off to fit it anew
+        self.calibrated = True
 
     @property
     def ranker(self) -> Ranker:
@@ -172,6 +183,13 @@ class Reader:
         entities = known_entities(question, stored.names()) if stored is not None else None
         return analyze(question, question_entities(question) if entities is None else entities)
 
+    @property
+    def calibration(self) -> Calibration | None:
+        """The calibrated confidence of the ranker's folder (:mod:`.calibration`), when on and present."""
+        if not self.calibrated:
+            return None
+        return Calibration.load(self.model if self.model is not None else shipped_dir())
+
     def read(
         self,
         question: str,
@@ -186,7 +204,33 @@ class Reader:
         passages it adds are in :attr:`ReaderResult.added`. ``stored``: the index's
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
+
+        The confidence is the calibrated probability that the answer is right (where the
+        model folder has a calibration); a span or chain answer below its threshold is
+        withheld (``trace["raw_confidence"]`` keeps the stage's own).
         """
+        return self._calibrate(self._read(question, passages, lookup, stored))
+
+    def _calibrate(self, result: ReaderResult) -> ReaderResult:
+        cal = self.calibration
+        if cal is None or not result.found or result.kind == "sentence":
+            return result
+        x = calibration_features(result.kind, result.expected, result.confidence, result.answer, result.trace)
+        p = cal.probability(x)
+        trace = {**result.trace, "raw_confidence": round(result.confidence, 4)}
+        if result.kind in WITHHELD_STAGES and p < cal.threshold:
+            return replace(
+                result, answer="", confidence=p, found=False, trace={**trace, "withheld": result.answer}
+            )
+        return replace(result, confidence=p, trace=trace)
+
+    def _read(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        lookup: Callable[[str], Passage | None] | None,
+        stored: StoredSpans | None,
+    ) -> ReaderResult:
         info = self.analyze(question, stored)
         # only why / how / what-happens questions read the sentences' similarity to the question:
         # a whole sentence answers them
@@ -230,7 +274,7 @@ class Reader:
                     return base
             else:
                 base = self._ranked(info, reading, order)
-            return self._combined(question, base, reading, order, n_given, info)
+            return described(question, info, self._combined(question, base, reading, order, n_given, info))
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
         if self.span_mode == "first":
@@ -297,13 +341,17 @@ class Reader:
         spans = [
             s for s in self.span_model.read(question, texts, top=3) if s.kind == "span" and s.text.strip()
         ]
+        if spans:  # what the span model made of the passages, whoever answers
+            read = {"span_top": round(spans[0].score, 4), "span_none": round(spans[0].no_answer, 4)}
+            base = replace(base, trace={**base.trace, **read})
         theirs = base.answer or str(base.trace.get("candidate", ""))
         agree = [s for s in spans if theirs and same_answer(s.text, theirs)]
         support = base.confidence + sum(s.score for s in agree)
         others = [s for s in spans if s not in agree]
         top = max(others, key=lambda s: s.score, default=None)
         if top is not None and top.score > support and top.score >= SPAN_FLOOR and not _says_none(top):
-            return self._span_result(top, texts, reading, order, info, top.score)
+            won = self._span_result(top, texts, reading, order, info, top.score)
+            return replace(won, trace={**base.trace, **won.trace})
         if not agree:
             return base
         if base.found:  # the same answer, surer: its confidence is the two probabilities' sum
@@ -312,7 +360,8 @@ class Reader:
         # a withheld answer the span model reads too: answered with the span's evidence
         if support < SPAN_FLOOR or _says_none(agree[0]):
             return base
-        return self._span_result(agree[0], texts, reading, order, info, min(1.0, support))
+        won = self._span_result(agree[0], texts, reading, order, info, min(1.0, support))
+        return replace(won, trace={**base.trace, **won.trace})
 
     def _span_result(
         self,
@@ -467,6 +516,19 @@ def title_lookup(view: Any) -> Callable[[str], Passage | None]:
         return Passage(0, view.chunks.titles[row], view.chunks.texts[row], 0.0, row)
 
     return lookup
+
+
+def described(question: str, info: QuestionInfo, result: ReaderResult) -> ReaderResult:
+    """A span answer to a list or description question (:data:`_DESCRIBE`, an untyped expected
+    answer) as the sentence that holds it: "What are common symptoms of X?" is answered by the
+    sentence that lists them, not by one item of the list."""
+    if not (result.found and result.kind == "span" and result.evidence):
+        return result
+    if info.expected not in ("phrase", "description") or not _DESCRIBE.match(question):
+        return result
+    first = result.evidence[0]
+    trace = {**result.trace, "span": result.answer}
+    return replace(result, answer=first.sentence, evidence=(first,), kind="sentence", trace=trace)
 
 
 def passages_of(items: Sequence[Any]) -> list[Passage]:
