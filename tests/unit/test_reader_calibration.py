@@ -12,7 +12,7 @@ from paretorag.answering.reader.calibration import CALIBRATION_FILE, FEATURES, C
 from paretorag.answering.reader.core import Evidence, Reader, ReaderResult, described
 from paretorag.answering.reader.question import analyze
 from paretorag.errors import InputError
-from paretorag.training.calibration import Answers, choose_threshold, fit
+from paretorag.training.calibration import Answers, choose_threshold, fit, withheld_at
 
 
 def _meta(threshold: float = 0.5) -> dict:
@@ -70,13 +70,15 @@ def test_the_reader_withholds_span_answers_below_the_calibrated_threshold(tmp_pa
 
 
 def test_the_threshold_keeps_the_answerable_bar():
-    prob = np.array([0.9, 0.8, 0.2, 0.1, 0.3, 0.05])
-    kept = np.array([True, True, True, True, True, False])
-    answerable = np.array([True, True, True, False, False, True])
-    # answerable: one withheld already (of 4); a bar of 0.5 admits one more
-    t = choose_threshold(prob, kept, answerable, max_abstain=0.5)
-    assert 0.2 < t <= 0.8 and float(np.mean((~kept | (prob < t))[answerable])) <= 0.5
-    assert choose_threshold(prob, kept, answerable, max_abstain=0.25) <= 0.2
+    prob = np.array([0.9, 0.8, 0.2, 0.1, 0.3, 0.05, 0.01])
+    found = np.array([True, True, True, True, True, False, True])
+    calibrated = np.array([True, True, True, True, True, False, False])  # the last: a comparison
+    answerable = np.array([True, True, True, False, False, True, True])
+    # answerable: one withheld already (of 5); a bar of 0.4 admits one more, and never the comparison
+    t = choose_threshold(prob, found, calibrated, answerable, max_abstain=0.4)
+    assert 0.2 < t <= 0.8 and float(np.mean(withheld_at(t, prob, found, calibrated)[answerable])) <= 0.4
+    assert not withheld_at(0.99, prob, found, calibrated)[-1]
+    assert choose_threshold(prob, found, calibrated, answerable, max_abstain=0.2) <= 0.2
 
 
 def test_fit_writes_a_calibration_the_reader_loads(tmp_path):
@@ -86,10 +88,12 @@ def test_fit_writes_a_calibration_the_reader_loads(tmp_path):
         raw = float(rng.random())
         right = bool(rng.random() < raw)  # the raw confidence carries the signal
         data.x.append(features("span", "person", raw, "A B", {}))
+        data.found.append(True)
         data.right.append(right)
         data.answerable.append(right or bool(rng.random() < 0.5))
         data.qid.append(f"q{i}")
     meta = fit(data, tmp_path, max_abstain=0.2)
+    assert fit(data, tmp_path / "default")["threshold"] == 0.0  # by default the confidence only
     assert meta["out_of_fold_auc"] > 0.7 and meta["out_of_fold_withheld_answerable"] <= 0.2
     cal = Calibration.load(tmp_path)
     assert cal is not None and cal.threshold == meta["threshold"]

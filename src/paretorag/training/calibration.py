@@ -7,12 +7,15 @@ retrieval of 5 passages (indexes in the same cache as ``paretorag eval``), the r
 its span model and second hop, the calibration switched off. An answer the reader gives
 (found) is *right* when its token F1 with a gold answer is at least 0.5. A logistic
 regression (scikit-learn, standardized features, C = 1) fitted on those answers gives
-:class:`~paretorag.answering.reader.calibration.Calibration`; its threshold is the one that
-withholds the most of the *unanswerable* training questions (no gold answer in the passages
-read) while withholding at most ``max_abstain`` of the answerable ones, counting those the
-reader withheld already, on out-of-fold probabilities (five folds by a hash of the question
-id). The fit is deterministic (lbfgs on fixed data), so the same answers give the same
-``calibration.json``.
+:class:`~paretorag.answering.reader.calibration.Calibration`. By default its threshold is 0:
+the confidence becomes the probability that the answer is right and the reader withholds
+what it withheld before (the issue's "one calibrated confidence and the abstention that
+exists today"). With ``max_abstain`` the threshold is the one that withholds the most of the
+*unanswerable* training questions (no gold answer in the passages read) while withholding at
+most that share of the answerable ones, counting those the reader withheld already, on
+out-of-fold probabilities (five folds by a hash of the question id); the figures it reaches
+are in ``calibration.json`` either way. The fit is deterministic (lbfgs on fixed data), so the
+same answers give the same ``calibration.json``.
 """
 
 from __future__ import annotations
@@ -40,16 +43,18 @@ CALIBRATION_SETS: tuple[tuple[str, int, int | None], ...] = (
     ("popqa", 400, 1000),
 )
 RIGHT_F1 = 0.5  # an answer is right at this token F1 with a gold answer (or more)
-MAX_ABSTAIN = 0.12  # the issue's bar: answerable questions withheld
+REPORT_ABSTAIN = 0.12  # the issue's bar on answerable questions withheld: its threshold is reported
 FOLDS = 5
 
 
 @dataclass
 class Answers:
-    """Per question: features (None where the reader withheld or answered with a sentence),
-    whether the answer is right, whether the passages read hold a gold answer."""
+    """Per question: features (None where the reader withheld or answered by a stage the
+    calibration does not withhold), whether it answered, whether the answer is right, whether
+    the passages read hold a gold answer."""
 
     x: list[np.ndarray | None] = field(default_factory=list)
+    found: list[bool] = field(default_factory=list)
     right: list[bool] = field(default_factory=list)
     answerable: list[bool] = field(default_factory=list)
     qid: list[str] = field(default_factory=list)
@@ -92,6 +97,7 @@ def collect(
                         if kept
                         else None
                     )
+                    out.found.append(bool(ans.found))
                     out.right.append(bool(ans.found) and M.token_f1(short, q.answers) >= RIGHT_F1)
                     out.answerable.append(bool(M.context_recall([c.text for c in ans.contexts], q.answers)))
                     out.qid.append(f"{subset}:{q.qid}")
@@ -118,24 +124,36 @@ def _prob(x: np.ndarray, fitted: tuple[np.ndarray, np.ndarray, np.ndarray, float
     return np.asarray(1.0 / (1.0 + np.exp(-(((x - mean) / scale) @ coef + b))))
 
 
+def withheld_at(t: float, prob: np.ndarray, found: np.ndarray, calibrated: np.ndarray) -> np.ndarray:
+    """Questions withheld at threshold ``t``: those the reader withheld itself, and the calibrated
+    answers (span and chain) whose probability is under ``t``."""
+    return np.asarray(~found | (calibrated & (prob < t)))
+
+
 def choose_threshold(
-    prob: np.ndarray, kept: np.ndarray, answerable: np.ndarray, max_abstain: float = MAX_ABSTAIN
+    prob: np.ndarray,
+    found: np.ndarray,
+    calibrated: np.ndarray,
+    answerable: np.ndarray,
+    max_abstain: float = REPORT_ABSTAIN,
 ) -> float:
     """The threshold on the calibrated probability that withholds the most unanswerable
     questions while at most ``max_abstain`` of the answerable ones are withheld (those the
-    reader withheld already, ``~kept``, count too)."""
+    reader withheld already count too; where they alone pass the bar, 0)."""
     best = 0.0
     ans = answerable
     for t in np.round(np.arange(0.0, 1.0, 0.005), 3):
-        withheld = ~kept | (prob < t)
+        withheld = withheld_at(float(t), prob, found, calibrated)
         if ans.any() and float(np.mean(withheld[ans])) > max_abstain:
             break
         best = float(t)
     return best
 
 
-def fit(data: Answers, out_dir: Path | str, *, max_abstain: float = MAX_ABSTAIN) -> dict[str, Any]:
-    """Fit, choose the threshold out of fold, write ``calibration.json``; returns its content."""
+def fit(data: Answers, out_dir: Path | str, *, max_abstain: float | None = None) -> dict[str, Any]:
+    """Fit, choose the threshold (0 without ``max_abstain``), write ``calibration.json``; returns
+    its content, with the out-of-fold shares withheld at the threshold and at the issue's bar
+    (:data:`REPORT_ABSTAIN`)."""
     rows = [i for i, v in enumerate(data.x) if v is not None]
     if len(rows) < 50:
         raise ConfigError(f"only {len(rows)} answered training questions; calibrate on more questions")
@@ -150,10 +168,15 @@ def fit(data: Answers, out_dir: Path | str, *, max_abstain: float = MAX_ABSTAIN)
             oof[fold == f] = _prob(x[fold == f], _fit(x[fold != f], y[fold != f]))
     prob = np.zeros(len(data.x))
     prob[rows] = oof
-    kept = np.array([v is not None for v in data.x])
+    calibrated = np.array([v is not None for v in data.x])
+    found = np.array(data.found)
     answerable = np.array(data.answerable)
-    threshold = choose_threshold(prob, kept, answerable, max_abstain)
-    withheld = ~kept | (prob < threshold)
+    threshold = (
+        0.0 if max_abstain is None else choose_threshold(prob, found, calibrated, answerable, max_abstain)
+    )
+    withheld = withheld_at(threshold, prob, found, calibrated)
+    bar = choose_threshold(prob, found, calibrated, answerable, REPORT_ABSTAIN)
+    at_bar = withheld_at(bar, prob, found, calibrated)
     mean, scale, coef, b = _fit(x, y)
     auc = _auc(oof, y)
     meta = {
@@ -177,6 +200,16 @@ def fit(data: Answers, out_dir: Path | str, *, max_abstain: float = MAX_ABSTAIN)
         else None,
         "out_of_fold_withheld_wrong": round(float(np.mean(oof[y == 0] < threshold)), 4),
         "out_of_fold_withheld_right": round(float(np.mean(oof[y == 1] < threshold)), 4),
+        "at_the_bar": {  # what a threshold at the issue's bar would withhold, out of fold
+            "max_abstain": REPORT_ABSTAIN,
+            "threshold": bar,
+            "withheld_answerable": round(float(np.mean(at_bar[answerable])), 4) if answerable.any() else None,
+            "withheld_unanswerable": round(float(np.mean(at_bar[~answerable])), 4)
+            if (~answerable).any()
+            else None,
+            "withheld_wrong": round(float(np.mean(oof[y == 0] < bar)), 4),
+            "withheld_right": round(float(np.mean(oof[y == 1] < bar)), 4),
+        },
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,4 +223,13 @@ def _auc(score: np.ndarray, y: np.ndarray) -> float:
     return float(roc_auc_score(y, score))
 
 
-__all__ = ["CALIBRATION_SETS", "MAX_ABSTAIN", "RIGHT_F1", "Answers", "choose_threshold", "collect", "fit"]
+__all__ = [
+    "CALIBRATION_SETS",
+    "REPORT_ABSTAIN",
+    "RIGHT_F1",
+    "Answers",
+    "choose_threshold",
+    "collect",
+    "fit",
+    "withheld_at",
+]

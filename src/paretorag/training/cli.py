@@ -30,13 +30,13 @@ def train_reader_command(
         None,
         "--max-abstain",
         help="Share of answerable training questions the threshold may withhold "
-        "(default 0.15 for the ranker, 0.12 with --calibrate).",
+        "(default 0.15 for the ranker; with --calibrate none: the calibrated confidence withholds nothing more).",
     ),
     calibrate: bool = typer.Option(
         False,
         "--calibrate",
         help="Fit the calibrated confidence instead (calibration.json in --out; the reader answers "
-        "the train questions with `fusion`, its span model and second hop; --max-abstain default 0.12).",
+        "the train questions with `fusion`, its span model and second hop).",
     ),
     neural: bool = typer.Option(
         False,
@@ -152,12 +152,11 @@ def train_reader_command(
 def _calibrate(
     err: Any, data: Path, out: Path, *, cache: Path, limit: int | None, max_abstain: float | None
 ) -> None:
-    """``train-reader --calibrate``: :mod:`paretorag.training.calibration` (default bar 0.12)."""
+    """``train-reader --calibrate``: :mod:`paretorag.training.calibration`."""
     from ..progress import RichProgress
-    from .calibration import CALIBRATION_SETS, MAX_ABSTAIN, collect, fit
+    from .calibration import CALIBRATION_SETS, collect, fit
 
-    bar = MAX_ABSTAIN if max_abstain is None else max_abstain
-    if not 0.0 <= bar < 1.0:
+    if max_abstain is not None and not 0.0 <= max_abstain < 1.0:
         err.print("[red]error[/] --max-abstain must be in [0, 1)")
         raise typer.Exit(2)
     try:
@@ -165,7 +164,7 @@ def _calibrate(
         err.print(f"calibrating the reader's confidence on {sets} with fusion, k=5")
         with RichProgress() as progress:
             answers = collect(data, cache_dir=cache, limit=limit, progress=progress)
-        meta = fit(answers, out, max_abstain=bar)
+        meta = fit(answers, out, max_abstain=max_abstain)
     except ParetoragError as exc:
         err.print(f"[red]error[/] {exc}")
         raise typer.Exit(1) from exc
