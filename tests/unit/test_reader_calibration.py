@@ -61,10 +61,10 @@ def test_the_reader_withholds_span_answers_below_the_calibrated_threshold(tmp_pa
     assert low.confidence == pytest.approx(1 / (1 + np.exp(1.6))) and low.trace["raw_confidence"] == 0.3
     high = reader._calibrate(_result("span", 0.8))
     assert high.found and high.answer == "Lima" and high.confidence == pytest.approx(1 / (1 + np.exp(-2.4)))
-    # a comparison keeps its own bar: calibrated, never withheld here; a sentence is left alone
-    choice = reader._calibrate(_result("choice", 0.3))
-    assert choice.found and choice.confidence < 0.5
-    assert reader._calibrate(_result("sentence", 0.3)).confidence == 0.3
+    # a comparison, a yes/no or a sentence keeps its own confidence and bar
+    for kind in ("choice", "yesno", "sentence"):
+        kept = reader._calibrate(_result(kind, 0.3))
+        assert kept.found and kept.confidence == 0.3
     reader.calibrated = False
     assert reader._calibrate(_result("span", 0.3)).found
 

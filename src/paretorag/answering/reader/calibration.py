@@ -10,10 +10,9 @@ answered, its raw confidence, the span model's best probability and its window's
 no-answer probability, whether the two readers agree, the expected answer type, the
 answer's length) maps it to the probability that the answer is right, fitted on the
 train splits' questions read after `fusion` retrieval
-(:func:`paretorag.training.calibration.fit`). The reader withholds a span or chain answer
-below the threshold chosen there (at most a stated share of the answerable training
-questions withheld, out of fold); comparisons, yes/no and "why / how" sentences keep
-their own bars and get the calibrated probability as their confidence.
+(:func:`paretorag.training.calibration.fit`). Span and chain answers are calibrated and,
+below the threshold chosen there, withheld (the shipped threshold is 0); comparisons, yes/no
+and "why / how" sentences keep their rule confidences and bars (they were not fitted).
 
 The model is a few numbers in ``calibration.json`` beside the candidate ranker; no
 pickle, and its sha256 is not needed: it is plain JSON read with ``json.loads``.
@@ -33,7 +32,7 @@ import numpy as np
 from ...errors import InputError
 
 CALIBRATION_FILE = "calibration.json"
-STAGES = ("span", "chain", "choice", "yesno", "sentence")
+STAGES = ("span", "chain")  # the stages calibrated (and, above a threshold, withheld)
 TYPES = ("person", "place", "date", "number", "org", "phrase", "description")
 FEATURES = (
     "raw",
@@ -45,7 +44,7 @@ FEATURES = (
     "agree",
     "answer_tokens",
 )
-WITHHELD_STAGES = ("span", "chain")  # the stages the calibrated threshold may withhold
+WITHHELD_STAGES = STAGES
 
 
 def features(

@@ -205,20 +205,20 @@ class Reader:
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
 
-        The confidence is the calibrated probability that the answer is right (where the
-        model folder has a calibration); a span or chain answer below its threshold is
-        withheld (``trace["raw_confidence"]`` keeps the stage's own).
+        A span or chain answer's confidence is the calibrated probability that it is right
+        (where the model folder has a calibration), withheld below the calibration's threshold
+        (``trace["raw_confidence"]`` keeps the stage's own).
         """
         return self._calibrate(self._read(question, passages, lookup, stored))
 
     def _calibrate(self, result: ReaderResult) -> ReaderResult:
         cal = self.calibration
-        if cal is None or not result.found or result.kind == "sentence":
+        if cal is None or not result.found or result.kind not in WITHHELD_STAGES:
             return result
         x = calibration_features(result.kind, result.expected, result.confidence, result.answer, result.trace)
         p = cal.probability(x)
         trace = {**result.trace, "raw_confidence": round(result.confidence, 4)}
-        if result.kind in WITHHELD_STAGES and p < cal.threshold:
+        if p < cal.threshold:
             return replace(
                 result, answer="", confidence=p, found=False, trace={**trace, "withheld": result.answer}
             )
