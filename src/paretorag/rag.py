@@ -395,8 +395,6 @@ class RAG(IndexSession):
         with self._view_lock:
             if self._nospan_reader is None:
                 self._nospan_reader = Reader(CachedEmbedder(self.embedder, self.store), span_mode="off")
-                # the calibration was fitted on the span model's signals: this reader keeps its raw confidence
-                self._nospan_reader.calibrated = False
             return self._nospan_reader
 
     def _read(self, question: str, ctx: Context, span: bool = True) -> tuple[Context, ReaderResult]:

@@ -88,3 +88,32 @@ def test_no_second_read_without_new_passages_or_without_a_bridge():
     retrieve = Retriever(["c"])
     _, result, hop = second_hop("q", _ctx("a"), _result("yes", 0.9, kind="yesno"), retrieve, read)
     assert hop is None and retrieve.queries == [] and result.answer == "yes"
+
+
+def test_list_and_description_questions_are_answered_with_the_sentence():
+    from paretorag.answering.reader.core import Evidence, described
+    from paretorag.answering.reader.question import analyze
+
+    span = ReaderResult(
+        "shiny bumps",
+        (Evidence("BCC presents as red patches, shiny bumps or open sores.", 2), Evidence("Other.", 1)),
+        0.4,
+        True,
+        "span",
+        "phrase",
+        {},
+    )
+    q = "What are common symptoms of basal cell carcinoma?"
+    out = described(q, analyze(q, []), span)
+    assert (
+        out.kind == "sentence"
+        and out.answer.startswith("BCC presents")
+        and out.trace["span"] == "shiny bumps"
+    )
+    assert out.text == "BCC presents as red patches, shiny bumps or open sores. [2]"
+    # a question that expects a person, or one that is not a list or description, keeps its span
+    for other in (
+        "Who are the founders of the company?",
+        "What government position was held by the actress?",
+    ):
+        assert described(other, analyze(other, []), span) is span

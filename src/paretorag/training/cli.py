@@ -26,17 +26,10 @@ def train_reader_command(
     limit: int | None = typer.Option(
         None, "--limit", help="At most this many questions per set (for a quick run)."
     ),
-    max_abstain: float | None = typer.Option(
-        None,
+    max_abstain: float = typer.Option(
+        0.15,
         "--max-abstain",
-        help="Share of answerable training questions the threshold may withhold "
-        "(default 0.15 for the ranker; with --calibrate none: the calibrated confidence withholds nothing more).",
-    ),
-    calibrate: bool = typer.Option(
-        False,
-        "--calibrate",
-        help="Fit the calibrated confidence instead (calibration.json in --out; the reader answers "
-        "the train questions with `fusion`, its span model and second hop).",
+        help="Share of answerable held-out training questions the threshold may withhold.",
     ),
     neural: bool = typer.Option(
         False,
@@ -120,17 +113,12 @@ def train_reader_command(
         )
         return
 
-    if calibrate:
-        _calibrate(err, data, out, cache=cache, limit=limit, max_abstain=max_abstain)
-        return
-
     from ..progress import RichProgress
     from .reader import TRAIN_SETS, collect, train
 
     if k < 1:
         err.print("[red]error[/] -k must be at least 1")
         raise typer.Exit(2)
-    max_abstain = 0.15 if max_abstain is None else max_abstain
     if not 0.0 <= max_abstain < 1.0:
         err.print("[red]error[/] --max-abstain must be in [0, 1)")
         raise typer.Exit(2)
@@ -146,33 +134,6 @@ def train_reader_command(
     err.print(
         f"wrote {out}: {meta['questions']} questions, {meta['rows']} candidates ({meta['positives']} positive), "
         f"held-out top-1 {meta['held_out_top1_accuracy']:.3f}, threshold {meta['threshold']:.3f}, sha256 {meta['sha256'][:12]}"
-    )
-
-
-def _calibrate(
-    err: Any, data: Path, out: Path, *, cache: Path, limit: int | None, max_abstain: float | None
-) -> None:
-    """``train-reader --calibrate``: :mod:`paretorag.training.calibration`."""
-    from ..progress import RichProgress
-    from .calibration import CALIBRATION_SETS, collect, fit
-
-    if max_abstain is not None and not 0.0 <= max_abstain < 1.0:
-        err.print("[red]error[/] --max-abstain must be in [0, 1)")
-        raise typer.Exit(2)
-    try:
-        sets = ", ".join(f"{s}[{a}:{b or ''}]" for s, a, b in CALIBRATION_SETS)
-        err.print(f"calibrating the reader's confidence on {sets} with fusion, k=5")
-        with RichProgress() as progress:
-            answers = collect(data, cache_dir=cache, limit=limit, progress=progress)
-        meta = fit(answers, out, max_abstain=max_abstain)
-    except ParetoragError as exc:
-        err.print(f"[red]error[/] {exc}")
-        raise typer.Exit(1) from exc
-    err.print(
-        f"wrote {out}/calibration.json: {meta['answers']} answers ({meta['right']} right), out-of-fold AUC "
-        f"{meta['out_of_fold_auc']:.3f}, threshold {meta['threshold']:.3f}: withholds "
-        f"{meta['out_of_fold_withheld_answerable']} of answerable and "
-        f"{meta['out_of_fold_withheld_unanswerable']} of unanswerable training questions"
     )
 
 

@@ -32,14 +32,12 @@ import numpy as np
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
 from ...textutil import reading_sentences
-from .calibration import WITHHELD_STAGES, Calibration
-from .calibration import features as calibration_features
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
 from .compare import Verdict, choose, yes_no
 from .neural import configured_span_model, shipped_span_model
 from .question import QuestionInfo, analyze, known_entities
-from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta, shipped_dir
+from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
 from .stored import StoredSpans
 
@@ -151,8 +149,6 @@ class Reader:
         self.span_model_dir, self.span_mode = configured_span_model(span_model, span_mode)
         self.span_min = span_min
         self._span_model: Any = None
-        # the calibrated confidence (calibration.json beside the ranker); off to fit it anew
-        self.calibrated = True
 
     @property
     def ranker(self) -> Ranker:
@@ -183,13 +179,6 @@ class Reader:
         entities = known_entities(question, stored.names()) if stored is not None else None
         return analyze(question, question_entities(question) if entities is None else entities)
 
-    @property
-    def calibration(self) -> Calibration | None:
-        """The calibrated confidence of the ranker's folder (:mod:`.calibration`), when on and present."""
-        if not self.calibrated:
-            return None
-        return Calibration.load(self.model if self.model is not None else shipped_dir())
-
     def read(
         self,
         question: str,
@@ -204,33 +193,7 @@ class Reader:
         passages it adds are in :attr:`ReaderResult.added`. ``stored``: the index's
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
-
-        A span or chain answer's confidence is the calibrated probability that it is right
-        (where the model folder has a calibration), withheld below the calibration's threshold
-        (``trace["raw_confidence"]`` keeps the stage's own).
         """
-        return self._calibrate(self._read(question, passages, lookup, stored))
-
-    def _calibrate(self, result: ReaderResult) -> ReaderResult:
-        cal = self.calibration
-        if cal is None or not result.found or result.kind not in WITHHELD_STAGES:
-            return result
-        x = calibration_features(result.kind, result.expected, result.confidence, result.answer, result.trace)
-        p = cal.probability(x)
-        trace = {**result.trace, "raw_confidence": round(result.confidence, 4)}
-        if p < cal.threshold:
-            return replace(
-                result, answer="", confidence=p, found=False, trace={**trace, "withheld": result.answer}
-            )
-        return replace(result, confidence=p, trace=trace)
-
-    def _read(
-        self,
-        question: str,
-        passages: Sequence[Passage],
-        lookup: Callable[[str], Passage | None] | None,
-        stored: StoredSpans | None,
-    ) -> ReaderResult:
         info = self.analyze(question, stored)
         # only why / how / what-happens questions read the sentences' similarity to the question:
         # a whole sentence answers them

@@ -53,15 +53,14 @@ class Hop:
 
 
 def bridge_of(result: ReaderResult) -> str:
-    """The entity a second hop asks about: the first read's answer, else the answer its
-    calibration withheld, its withheld candidate or span; "" where the answer is not a span (a comparison, yes/no, a sentence,
+    """The entity a second hop asks about: the first read's answer, else its withheld
+    candidate or span; "" where the answer is not a span (a comparison, yes/no, a sentence,
     a chain) or nothing was read."""
     if result.kind not in HOP_KINDS:
         return ""
     if result.answer:
         return result.answer
-    trace = result.trace
-    return str(trace.get("withheld") or trace.get("candidate") or trace.get("span_model") or "")
+    return str(result.trace.get("candidate") or result.trace.get("span_model") or "")
 
 
 def second_hop(
