@@ -8,7 +8,7 @@ import json
 import pytest
 
 from paretorag.answering.reader import neural as nr
-from paretorag.errors import InputError
+from paretorag.errors import ConfigError, InputError
 from paretorag.training.neural_data import Example, cloze_question, find_answer
 
 
@@ -520,3 +520,133 @@ def test_the_shipped_span_model_is_the_default_and_reads_an_answer(monkeypatch):
         ["Nobel Peace Prize\nThe Nobel Peace Prize of 1999 was given in Oslo to Doctors Without Borders."],
     )
     assert spans[0].kind == "span" and spans[0].text == "Oslo"
+
+
+# -- packed reading: several passages in one window ------------------------------------------------
+def test_pack_groups_keep_the_order_and_the_room():
+    assert nr.pack_groups([10, 20, 30, 5], room=60) == [[0, 1, 2], [3]]
+    assert nr.pack_groups([10, 20, 30, 5], room=35) == [[0, 1], [2, 3]]  # 30 + 5 = 35 fits
+    assert nr.pack_groups([], room=10) == []
+    # a passage longer than the room is a group of its own, and nothing joins it
+    assert nr.pack_groups([5, 80, 5, 5], room=50) == [[0], [1], [2, 3]]
+    assert nr.pack_groups([60], room=50) == [[0]]
+
+
+def test_packed_windows_hold_passages_in_order_within_the_room(tokenizer):
+    question = "Where was the director of the film born?"
+    passages = [f"Film {i}\nThe film number {i} was directed by Person {i}." for i in range(12)]
+    wins = nr.encode(tokenizer, question, passages, max_length=64, pack=True)
+    q = len(tokenizer.encode(question, add_special_tokens=False).ids)
+    assert 1 < len(wins) < len(passages)
+    owners = [o for w in wins for o in dict.fromkeys(w.owners or (w.passage,))]
+    assert owners == list(range(len(passages)))  # every passage once, in the given order
+    for w in wins:
+        assert len(w.ids) <= 64 and len(w.ids) - w.first - 1 == len(w.offsets) <= 64 - q - 3
+    # the packed window's tokens are the tokens of its passages joined by a blank line
+    w = next(w for w in wins if w.owners and len(set(w.owners)) > 1)
+    parts = list(dict.fromkeys(w.owners))
+    joined = "\n\n".join(passages[i] for i in parts)
+    assert w.ids[w.first : -1] == tokenizer.encode(joined, add_special_tokens=False).ids
+    # one by one, as before: one window per passage
+    alone = nr.encode(tokenizer, question, passages, max_length=64)
+    assert [w.passage for w in alone] == list(range(len(passages))) and all(w.owners is None for w in alone)
+
+
+def test_a_packed_token_maps_back_to_its_own_passage_text(tokenizer):
+    passages = ["Alpha\nThe first passage names Oslo.", "Beta\nThe second one names Bergen in 1999."]
+    (w,) = nr.encode(tokenizer, "Which city?", passages, max_length=128, pack=True)
+    assert w.owners is not None and set(w.owners) == {0, 1}
+    for t, (a, b) in enumerate(w.offsets):
+        piece = tokenizer.id_to_token(w.ids[w.first + t]).removeprefix("##")
+        assert passages[w.passage_of(t)][a:b].lower() == piece
+
+
+def test_a_long_passage_is_read_alone_in_windows_when_packed(tokenizer):
+    long = "Long\n" + "Many words about nothing in particular here. " * 40
+    passages = ["Short one\nOslo is a city.", long, "Short two\nBergen is a city.", "Three\nIt rains."]
+    wins = nr.encode(tokenizer, "Which city?", passages, max_length=64, doc_stride=16, pack=True)
+    alone = [w for w in wins if w.passage == 1]
+    assert len(alone) > 2 and all(w.owners is None for w in alone)
+    by_itself = nr.encode(tokenizer, "Which city?", [long], max_length=64, doc_stride=16)
+    assert [(w.ids, w.offsets) for w in alone] == [(w.ids, w.offsets) for w in by_itself]
+    assert wins[0].owners is None and wins[0].passage == 0  # the short one before it: its own window
+    assert wins[-1].owners is not None and set(wins[-1].owners) == {2, 3}  # the two after it: packed
+
+
+def _packed_model(tiny_model, tmp_path, pack):
+    import shutil
+
+    folder = tmp_path / ("packed" if pack else "plain")
+    shutil.copytree(tiny_model, folder)
+    meta = json.loads((folder / "neural.json").read_text())
+    meta["settings"]["pack"] = pack
+    (folder / "neural.json").write_text(json.dumps(meta))
+    return folder
+
+
+def test_packed_reading_is_a_setting_of_the_model_folder_with_an_override(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.delenv(nr.SPAN_PACK_ENV, raising=False)
+    assert nr.SpanModel(tiny_model, threads=1).pack is False  # no setting: one by one, as shipped
+    packed = nr.SpanModel(_packed_model(tiny_model, tmp_path, True), threads=1)
+    assert packed.pack is True
+    monkeypatch.setenv(nr.SPAN_PACK_ENV, "0")
+    assert packed.pack is False
+    monkeypatch.setenv(nr.SPAN_PACK_ENV, "1")
+    assert nr.SpanModel(tiny_model, threads=1).pack is True
+    assert nr.SpanModel(tiny_model, threads=1, pack=False).pack is False  # the argument wins
+    monkeypatch.setenv(nr.SPAN_PACK_ENV, "yes")
+    with pytest.raises(ConfigError, match="PARETORAG_SPAN_PACK"):
+        _ = packed.pack
+
+
+@pytest.mark.parametrize("variant", ["fp32", "int8"])
+def test_packed_spans_map_back_to_their_passage_and_never_cross_two(tiny_model, variant, monkeypatch):
+    monkeypatch.delenv(nr.SPAN_PACK_ENV, raising=False)
+    model = nr.SpanModel(tiny_model, variant=variant, threads=1, pack=True)
+    passages = [
+        "Film\nThe film was directed by Anna Berg.",
+        "Anna Berg\nAnna Berg was born in Oslo in 1950.",
+        "Other\nBergen has rain all year.",
+    ]
+    calls = []
+    real_run = model.session.run
+    model.session = type("S", (), {"run": lambda self, *a: calls.append(1) or real_run(*a)})()
+    spans = model.read("Where was the director of the film born?", passages, top=20)
+    assert len(calls) == 1  # the three short passages share one window, one session.run
+    assert spans
+    for s in spans:
+        if s.kind == "span":
+            assert s.text and "\n" not in s.text
+            assert passages[s.passage][s.start : s.end] == s.text
+
+
+def test_packed_training_examples_label_the_answer_in_its_passage():
+    from paretorag.training.neural_data import PACK_SEP, _packed_question_examples
+
+    gold = ["Film\nThe film was directed by Anna Berg.", "Anna Berg\nAnna Berg was born in Oslo."]
+    other = [f"D{i}\nNothing here about it, number {i}." for i in range(100)] + ["X\nOslo too."]
+    ex = _packed_question_examples("Where was the director born?", ["Oslo"], gold, other, "packed:t", 0)
+    pos, neg = ex
+    assert pos.label == "span" and pos.context[pos.answer_start : pos.answer_start + 4] == "Oslo"
+    parts = pos.context.split(PACK_SEP)
+    assert set(gold) <= set(parts) and "X\nOslo too." not in parts  # a distractor holds no answer
+    assert len(pos.context) <= 1_400 and len(parts) > 2
+    owner = next(p for p in parts if pos.context.index(p) <= pos.answer_start < pos.context.index(p) + len(p))
+    assert owner == gold[1]
+    assert neg.label == "none" and gold[0] in neg.context.split(PACK_SEP) and "Oslo" not in neg.context
+    again = _packed_question_examples("Where was the director born?", ["Oslo"], gold, other, "packed:t", 0)
+    assert again == ex  # seeded
+    yn = _packed_question_examples("Are both films?", ["yes"], gold, other, "packed:t", 0)
+    assert [e.label for e in yn] == ["yes"]
+
+
+def test_squad_examples_can_be_packed_with_another_paragraph(tmp_path):
+    from paretorag.training.neural_data import PACK_SEP, squad_examples
+
+    plain = squad_examples(_squad_file(tmp_path), negative_share=1.0)
+    assert squad_examples(_squad_file(tmp_path), negative_share=1.0, pack_share=0.0) == plain
+    packed = squad_examples(_squad_file(tmp_path), negative_share=1.0, pack_share=1.0)
+    (ex,) = [e for e in packed if e.label == "span"]
+    assert PACK_SEP in ex.context and ex.source.endswith(":packed")
+    assert ex.context[ex.answer_start : ex.answer_start + 4] == "1999"
+    assert [e for e in packed if e.label == "none"] == [e for e in plain if e.label == "none"]

@@ -20,6 +20,7 @@ TOKENIZER_FILE = "tokenizer.json"
 VARIANTS = {"fp32": "reader.onnx", "int8": "reader-int8.onnx"}
 SPAN_MODEL_ENV, SPAN_MODE_ENV = "PARETORAG_SPAN_MODEL", "PARETORAG_SPAN_MODE"
 SPAN_MODES = ("compare", "fallback", "first", "off")
+SPAN_PACK_ENV = "PARETORAG_SPAN_PACK"  # 1 / 0: read passages packed or one by one, whatever neural.json says
 SPAN_THREADS = 2  # intra-op threads of the span model's session
 
 

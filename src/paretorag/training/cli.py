@@ -85,6 +85,17 @@ def train_reader_command(
         "--base-model",
         help="With --neural: the encoder folder to start from (default: the installed MiniLM).",
     ),
+    pack: bool = typer.Option(
+        False,
+        "--pack",
+        help="With --neural --examples-out: add packed examples (several passages in one context) "
+        "for the span model's packed mode.",
+    ),
+    train_max_length: int = typer.Option(
+        256,
+        "--train-max-length",
+        help="With --neural: window length while training (384 for packed examples).",
+    ),
 ) -> None:
     """Train the reader: retrieve, extract candidates and features, fit LightGBM, choose the threshold."""
     from rich.console import Console
@@ -110,6 +121,8 @@ def train_reader_command(
             workers=workers,
             max_seconds=max_seconds,
             checkpoint_every=checkpoint_every,
+            pack=pack,
+            train_max_length=train_max_length,
         )
         return
 
@@ -146,6 +159,7 @@ def _train_neural(
     from_weights: Path | None,
     base_model: Path | None,
     weights_only: bool,
+    pack: bool = False,
     **train: Any,
 ) -> None:
     """``train-reader --neural``: the span model of :mod:`paretorag.training.neural_reader`;
@@ -153,6 +167,9 @@ def _train_neural(
     from .neural_reader import export_weights, save_examples, train_neural_reader
 
     steps, cloze, seed, batch = train["steps"], train["cloze"], train["seed"], train["batch"]
+    if not 16 <= train["train_max_length"] <= 512:
+        err.print("[red]error[/] --train-max-length must be in [16, 512]")
+        raise typer.Exit(2)
     if steps < 1 or cloze < 0 or batch < 1 or train["workers"] < 1 or train["checkpoint_every"] < 1:
         err.print(
             "[red]error[/] --steps, --batch, --workers and --checkpoint-every must be at least 1 and --cloze at least 0"
@@ -167,7 +184,9 @@ def _train_neural(
             err.print(f"wrote {out}: {', '.join(sorted(meta.get('files', {})))}")
             return
         if examples_out is not None:
-            counts = save_examples(data, examples_out, cloze=cloze, seed=seed, extra=train["extra"])
+            counts = save_examples(
+                data, examples_out, cloze=cloze, seed=seed, extra=train["extra"], packed=pack
+            )
             err.print(f"wrote {examples_out}: {sum(counts.values())} examples ({counts})")
             return
         examples = train["examples"]

@@ -158,6 +158,75 @@ def _question_examples(
     return out
 
 
+PACK_SEP = "\n\n"  # passages of one packed context; the reader drops a span across it
+PACK_CHARS = 1_400  # distractors are added to a packed context up to about this many characters
+
+
+def pack(passages: list[str]) -> str:
+    """Passages read together in one window (the span model's packed mode), in this order."""
+    return PACK_SEP.join(passages)
+
+
+def _packed_question_examples(
+    question: str,
+    answers: list[str],
+    gold: list[str],
+    distractors: list[str],
+    source: str,
+    seed: int,
+    max_chars: int = PACK_CHARS,
+) -> list[Example]:
+    """A question's passages packed into one context: a positive and a no-answer negative.
+
+    The positive packs every gold passage (the bridge passage and the one with the answer)
+    and distractors of the same question that do not hold the answer, while the context
+    stays within ``max_chars``, in a shuffled order; its label is the answer's first
+    occurrence in the first gold passage that holds it (or yes / no). The negative packs the
+    question's passages without the answer (a gold bridge passage first in line), ``none``.
+    """
+    rng = _rng(seed, "packed", source, question)
+    yn = _yes_no(answers[0]) if answers else None
+    gold = list(dict.fromkeys(gold))
+    if not gold:
+        return []
+    answer_at = None
+    if yn is None:
+        answer_at = next((i for i, g in enumerate(gold) if find_answer(g, answers) is not None), None)
+        if answer_at is None:
+            return []
+    free = [d for d in dict.fromkeys(distractors) if d not in gold and find_answer(d, answers) is None]
+    rng.shuffle(free)
+
+    def fill(first: list[str]) -> list[str]:
+        chosen = list(first)
+        size = len(pack(chosen))
+        for d in free:
+            if size + len(PACK_SEP) + len(d) > max_chars:
+                continue
+            chosen.append(d)
+            size += len(PACK_SEP) + len(d)
+        return chosen
+
+    out: list[Example] = []
+    chosen = fill(gold)
+    rng.shuffle(chosen)
+    ctx = pack(chosen)
+    if yn is not None:
+        out.append(Example(question, ctx, yn, yn, -1, source))
+    else:
+        target = gold[answer_at]  # type: ignore[index]
+        hit = find_answer(target, answers)
+        assert hit is not None
+        offset = sum(len(c) + len(PACK_SEP) for c in chosen[: chosen.index(target)])
+        out.append(Example(question, ctx, "span", hit[1], offset + hit[0], source))
+        bridge = [g for g in gold if find_answer(g, answers) is None]
+        negative = fill(bridge) if bridge or free else []
+        rng.shuffle(negative)
+        if negative:
+            out.append(Example(question, pack(negative), "none", "", -1, source))
+    return out
+
+
 def _texts(ds: Any) -> dict[str, str]:
     return {p.key: passage_text(p.title, p.text) for p in ds.passages}
 
@@ -179,8 +248,10 @@ def dev_exclusions(data_dir: Path | str) -> tuple[set[str], set[str]]:
     return ids, texts
 
 
-def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
-    """Examples of the real train questions of the four sets (see the module docstring)."""
+def real_examples(data_dir: Path | str, *, seed: int = 0, packed: bool = False) -> list[Example]:
+    """Examples of the real train questions of the four sets (see the module docstring); with
+    ``packed``, each question also gives its passages packed into one context
+    (:func:`_packed_question_examples`, sources ``packed:...``)."""
     dev_ids, _ = dev_exclusions(data_dir)
     out: list[Example] = []
     # MuSiQue and HotpotQA: own paragraphs, gold marked
@@ -193,6 +264,10 @@ def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
             gold = [texts[k] for k in q.gold_keys]
             other = [texts[k] for k in q.context_keys if k not in q.gold_keys]
             out.extend(_question_examples(q.text, q.answers, gold, other, subset, seed))
+            if packed:
+                out.extend(
+                    _packed_question_examples(q.text, q.answers, gold, other, f"packed:{subset}", seed)
+                )
     # MuSiQue's single-hop sub-questions: the paragraph each hop cites
     from .reader import hop_questions  # the candidate ranker's training code: spaCy, faiss
 
@@ -212,6 +287,12 @@ def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
                 hq.text, hq.answers, [cited], [c for c in ctx if c != cited], "musique_hops", seed
             )
         )
+        if packed:
+            out.extend(
+                _packed_question_examples(
+                    hq.text, hq.answers, [cited], [c for c in ctx if c != cited], "packed:musique_hops", seed
+                )
+            )
     # 2Wiki: no gold passages; the passages titled by the evidence triples, distant supervision
     wiki = load_dataset(data_dir, "2wikimultihopqa")
     by_title: dict[str, list[str]] = {}
@@ -229,6 +310,10 @@ def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
         rng = _rng(seed, q.qid)
         easy = [all_texts[rng.randrange(len(all_texts))] for _ in range(3)]
         out.extend(_question_examples(q.text, q.answers, cands, easy, "2wikimultihopqa", seed))
+        if packed:
+            out.extend(
+                _packed_question_examples(q.text, q.answers, cands, easy, "packed:2wikimultihopqa", seed)
+            )
     # PopQA [400:]: both paragraphs gold; negatives are another question's paragraphs
     popqa = load_dataset(data_dir, "popqa")
     ptexts = _texts(popqa)
@@ -241,6 +326,12 @@ def real_examples(data_dir: Path | str, *, seed: int = 0) -> list[Example]:
         out.extend(
             _question_examples(q.text, q.answers, [ptexts[k] for k in q.gold_keys], negs, "popqa", seed)
         )
+        if packed:
+            out.extend(
+                _packed_question_examples(
+                    q.text, q.answers, [ptexts[k] for k in q.gold_keys], negs, "packed:popqa", seed
+                )
+            )
     return out
 
 
@@ -361,7 +452,12 @@ def cloze_examples(
 
 # -- public extractive QA train sets (SQuAD format) -------------------------------------------------
 def squad_examples(
-    path: Path | str, *, seed: int = 0, negative_share: float = 0.2, source: str = "squad"
+    path: Path | str,
+    *,
+    seed: int = 0,
+    negative_share: float = 0.2,
+    source: str = "squad",
+    pack_share: float = 0.0,
 ) -> list[Example]:
     """Examples of a SQuAD-format train file (v1.1 or v2.0: ``data[].paragraphs[].qas[]``).
 
@@ -369,6 +465,10 @@ def squad_examples(
     question's answers whose ``answer_start`` points at its text; v2.0's unanswerable questions
     are ``none`` examples, and ``negative_share`` of the answerable ones are asked again of
     another paragraph of the same article that does not hold the answer (a hard no-answer).
+    ``pack_share`` of the answerable examples read their paragraph packed with another
+    paragraph of the same article (before or after it, at random; :func:`pack`) instead, when
+    the two stay within :data:`PACK_CHARS` plus 400 characters; its own random stream, so
+    ``pack_share=0`` gives the examples of earlier releases.
     """
     p = Path(path)
     try:
@@ -379,6 +479,7 @@ def squad_examples(
             f"{p}: not a SQuAD-format JSON file ({exc}); give its train-v1.1.json or train-v2.0.json"
         ) from exc
     rng = random.Random(seed)
+    pack_rng = random.Random(f"{seed}-squad-pack")
     out: list[Example] = []
     for article in articles:
         title = str(article.get("title", "")).replace("_", " ")
@@ -400,7 +501,30 @@ def squad_examples(
                 )
                 if hit is None:
                     continue
-                out.append(Example(question, ctx, "span", hit[1], hit[0], f"{source}:{p.name}"))
+                example = Example(question, ctx, "span", hit[1], hit[0], f"{source}:{p.name}")
+                if pack_share > 0 and len(contexts) > 1 and pack_rng.random() < pack_share:
+                    other = contexts[pack_rng.choice([k for k in range(len(contexts)) if k != n])]
+                    if len(ctx) + len(other) <= PACK_CHARS + 400 and find_answer(other, [hit[1]]) is None:
+                        if pack_rng.random() < 0.5:
+                            example = Example(
+                                question,
+                                pack([ctx, other]),
+                                "span",
+                                hit[1],
+                                hit[0],
+                                f"{example.source}:packed",
+                            )
+                        else:
+                            shift_by = len(other) + len(PACK_SEP)
+                            example = Example(
+                                question,
+                                pack([other, ctx]),
+                                "span",
+                                hit[1],
+                                hit[0] + shift_by,
+                                f"{example.source}:packed",
+                            )
+                out.append(example)
                 if len(contexts) > 1 and rng.random() < negative_share:
                     other = contexts[rng.choice([k for k in range(len(contexts)) if k != n])]
                     if find_answer(other, [hit[1]]) is None:
@@ -483,6 +607,7 @@ __all__ = [
     "cloze_question",
     "dev_exclusions",
     "find_answer",
+    "pack",
     "passage_text",
     "read_examples",
     "real_examples",

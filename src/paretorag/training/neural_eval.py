@@ -46,14 +46,17 @@ def evaluate(
     sets: tuple[tuple[str, int | None], ...] = DEV_SETS,
     settings: tuple[str, ...] = ("gold", "distractor"),
     gate_yes_no: bool = False,
+    pack: bool | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``{set: {"gold": {...}, "distractor": {...}}}`` with ``em``, ``f1`` (percent), ``n`` and the
     share of yes/no answers, plus the seconds the reading took. With ``gate_yes_no``, yes and no
     are allowed only for a question that starts with an auxiliary verb (:data:`YES_NO_FORM`);
-    any other question takes its best span among the top 5 candidates."""
+    any other question takes its best span among the top 5 candidates. ``pack`` reads the
+    passages packed or not (None: the model folder's setting, :class:`SpanModel`), in the order
+    the dataset lists them."""
     say = progress or (lambda line: None)
-    model = SpanModel(folder, variant=variant, threads=threads)
+    model = SpanModel(folder, variant=variant, threads=threads, pack=pack)
     out: dict[str, Any] = {}
     for subset, stop in sets:
         ds = load_dataset(data_dir, subset)
@@ -84,6 +87,7 @@ def evaluate(
                 "yes_no_answers": yn,
                 "seconds": round(time.time() - t0, 1),
             }
+            res[setting]["packed"] = model.pack
             say(f"{subset} {setting} {variant}: EM {res[setting]['em']} F1 {res[setting]['f1']} (n={n})")
         out[subset if stop is None else f"{subset}[:{stop}]"] = res
     return out
@@ -104,10 +108,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--data", required=True, help="benchmark folder (shared/data)")
     ap.add_argument("--variant", choices=("fp32", "int8"), default="int8")
     ap.add_argument("--limit", type=int, default=None, help="at most this many questions per set")
+    ap.add_argument(
+        "--pack",
+        choices=("model", "on", "off"),
+        default="model",
+        help="read passages packed (several in one window) or one by one; model: the folder's setting",
+    )
+    ap.add_argument("--gate", action="store_true", help="allow yes/no only for a question in yes/no form")
     args = ap.parse_args(argv)
+    pack = {"model": None, "on": True, "off": False}[args.pack]
     print(
         json.dumps(
-            evaluate(args.model, args.data, variant=args.variant, threads=2, limit=args.limit), indent=1
+            evaluate(
+                args.model,
+                args.data,
+                variant=args.variant,
+                threads=2,
+                limit=args.limit,
+                gate_yes_no=args.gate,
+                pack=pack,
+            ),
+            indent=1,
         )
     )
 

@@ -59,6 +59,7 @@ from .neural_data import (
 
 CHECKPOINT = "checkpoint.pt"
 WEIGHTS = "weights.safetensors"  # fp16, written by a run with export=False (a GPU machine)
+PACKED_SOURCE = "packed:"  # the real questions read as packed passages (neural_data)
 PRETRAIN_SOURCES = ("cloze:", "squad:")  # read first, about once; the real questions after
 OPSET = 17
 TOKENIZER_FILES = (
@@ -275,13 +276,23 @@ def _featurize_part(args: tuple[str, list[Example], int]) -> list[Any]:
     return [featurize(tokenizer, ex, max_length) for ex in examples]
 
 
+PACK_SQUAD_SHARE = 0.5  # with packed examples: the share of SQuAD questions read beside another paragraph
+
+
 def build_examples(
-    data_dir: Path | str, *, cloze: int, seed: int, extra: tuple[Path | str, ...] = ()
+    data_dir: Path | str,
+    *,
+    cloze: int,
+    seed: int,
+    extra: tuple[Path | str, ...] = (),
+    packed: bool = False,
 ) -> tuple[list[Example], list[dict[str, Any]]]:
-    """Cloze questions, SQuAD-format ``extra`` files and the real train questions, with the files they came from."""
-    real = real_examples(data_dir, seed=seed)
+    """Cloze questions, SQuAD-format ``extra`` files and the real train questions, with the files
+    they came from; with ``packed``, the packed examples of the span model's packed mode too."""
+    real = real_examples(data_dir, seed=seed, packed=packed)
     synth = cloze_examples(data_dir, cloze, seed=seed) if cloze else []
-    public = [ex for path in extra for ex in squad_examples(path, seed=seed)]
+    share = PACK_SQUAD_SHARE if packed else 0.0
+    public = [ex for path in extra for ex in squad_examples(path, seed=seed, pack_share=share)]
     files = [
         {"path": f"{p.parent.name}/{p.name}", "sha256": file_sha256(p)} for p in training_files(data_dir)
     ]
@@ -290,10 +301,16 @@ def build_examples(
 
 
 def save_examples(
-    data_dir: Path | str, path: Path | str, *, cloze: int, seed: int, extra: tuple[Path | str, ...] = ()
+    data_dir: Path | str,
+    path: Path | str,
+    *,
+    cloze: int,
+    seed: int,
+    extra: tuple[Path | str, ...] = (),
+    packed: bool = False,
 ) -> dict[str, int]:
     """``train-reader --neural --examples-out``: build the examples here and write them; the counts by source."""
-    examples, files = build_examples(data_dir, cloze=cloze, seed=seed, extra=extra)
+    examples, files = build_examples(data_dir, cloze=cloze, seed=seed, extra=extra, packed=packed)
     write_examples(path, examples, files)
     return dict(sorted(Counter(f"{ex.source}:{ex.label}" for ex in examples).items()))
 
@@ -513,6 +530,8 @@ def train_neural_reader(
             "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "max_length": max_length,
             "train_max_length": train_max_length,
+            # trained on packed examples: the exported model reads passages packed (neural.py)
+            "pack": any(ex.source.startswith(PACKED_SOURCE) or ex.source.endswith(":packed") for ex in kept),
             "length_buckets": "50 batches sorted by length, batches shuffled",
             "doc_stride": DOC_STRIDE,
             "optimizer": "AdamW(weight_decay=0.01)",

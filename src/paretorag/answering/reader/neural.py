@@ -6,8 +6,16 @@ gives a start and an end logit per token and four class logits on ``[CLS]``: spa
 no, no-answer. A passage longer than the model's window is read in windows that overlap by
 ``doc_stride`` tokens (the overlap, as in Hugging Face's ``run_qa``; not the step between
 window starts as in the original BERT SQuAD script), so every passage token is in at
-least one window (:func:`windows`). All windows of all passages of one question go
-through one ``session.run``.
+least one window (:func:`windows`). Each window is its own ``session.run``
+(:meth:`SpanModel.logits`).
+
+Packed reading (``"pack": true`` in ``neural.json``'s settings, or ``$PARETORAG_SPAN_PACK=1``):
+consecutive passages, in the given order, share one window, joined by a blank line,
+``[CLS] question [SEP] passage [SEP]`` with passage ``p1 \n\n p2 \n\n ...``, while their
+tokens fit the window's room (``max_length`` less the question and three special tokens); a
+passage longer than the room is read alone in windows as above. The model can then join a
+bridge passage ("the director of X is Y") to the one with the answer ("Y was born in Z").
+A span is mapped back to its passage; one across two passages is no answer.
 
 A span's score is a probability over every candidate of the question (the top spans of
 each window, and each window's yes and no): ``log P(class | window) + log P(start) + log
@@ -22,6 +30,7 @@ before it opens a file.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,6 +48,7 @@ from ..span_files import (
     SPAN_MODE_ENV,
     SPAN_MODEL_ENV,
     SPAN_MODES,
+    SPAN_PACK_ENV,
     SPAN_THREADS,
     TOKENIZER_FILE,
     VARIANTS,
@@ -60,7 +70,9 @@ class Window:
     """One model input: the question and a stretch of one passage's tokens.
 
     ``first`` is the position of the passage's first token in ``ids``; ``offsets`` maps
-    the window's passage tokens to character ``(start, end)`` in the passage text.
+    the window's passage tokens to character ``(start, end)`` in the passage text. A packed
+    window holds several passages: ``owners`` gives the passage of each token (``offsets``
+    are then in that token's own passage) and ``passage`` is the first of them.
     """
 
     passage: int
@@ -68,6 +80,11 @@ class Window:
     type_ids: list[int]
     first: int
     offsets: list[tuple[int, int]]
+    owners: tuple[int, ...] | None = None
+
+    def passage_of(self, token: int) -> int:
+        """The passage of the window's ``token``-th passage token."""
+        return self.passage if self.owners is None else self.owners[token]
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,21 @@ def load_tokenizer(path: Path | str) -> Any:
     return tok
 
 
+def pack_groups(lengths: list[int], room: int) -> list[list[int]]:
+    """Passage indices in packed windows: consecutive passages, in order, while their tokens
+    sum to at most ``room``; a passage longer than ``room`` is a group of its own."""
+    groups: list[list[int]] = []
+    size = room + 1  # no open group
+    for i, n in enumerate(lengths):
+        if size + n <= room:
+            groups[-1].append(i)
+            size += n
+        else:
+            groups.append([i])
+            size = n if n <= room else room + 1  # a long passage is read alone
+    return groups
+
+
 def encode(
     tokenizer: Any,
     question: str,
@@ -126,26 +158,55 @@ def encode(
     *,
     max_length: int = MAX_LENGTH,
     doc_stride: int = DOC_STRIDE,
+    pack: bool = False,
 ) -> list[Window]:
-    """Every window of every passage, ``[CLS] question [SEP] passage tokens [SEP]``."""
+    """Every window of every passage, ``[CLS] question [SEP] passage tokens [SEP]``; with
+    ``pack``, passages that fit together share a window (:func:`pack_groups`; the tokens of
+    passages joined by a blank line are the passages' tokens one after the other)."""
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     q_ids = tokenizer.encode(question, add_special_tokens=False).ids[:MAX_QUESTION]
     room = max_length - len(q_ids) - 3
     head = [cls_id, *q_ids, sep_id]
     out: list[Window] = []
     encoded = tokenizer.encode_batch(list(passages), add_special_tokens=False)
-    for i, enc in enumerate(encoded):
-        for a, b in windows(len(enc.ids), room, doc_stride):
-            ids = [*head, *enc.ids[a:b], sep_id]
+    if pack:
+        for group in pack_groups([len(e.ids) for e in encoded], room):
+            if len(group) == 1:
+                out.extend(_passage_windows(head, sep_id, group[0], encoded[group[0]], room, doc_stride))
+                continue
+            ids = [t for i in group for t in encoded[i].ids]
             out.append(
                 Window(
-                    passage=i,
-                    ids=ids,
-                    type_ids=[0] * len(head) + [1] * (b - a + 1),
+                    passage=group[0],
+                    ids=[*head, *ids, sep_id],
+                    type_ids=[0] * len(head) + [1] * (len(ids) + 1),
                     first=len(head),
-                    offsets=[tuple(o) for o in enc.offsets[a:b]],
+                    offsets=[tuple(o) for i in group for o in encoded[i].offsets],
+                    owners=tuple(i for i in group for _ in encoded[i].ids),
                 )
             )
+        return out
+    for i, enc in enumerate(encoded):
+        out.extend(_passage_windows(head, sep_id, i, enc, room, doc_stride))
+    return out
+
+
+def _passage_windows(
+    head: list[int], sep_id: int, i: int, enc: Any, room: int, doc_stride: int
+) -> list[Window]:
+    """The windows of one passage read alone."""
+    out: list[Window] = []
+    for a, b in windows(len(enc.ids), room, doc_stride):
+        ids = [*head, *enc.ids[a:b], sep_id]
+        out.append(
+            Window(
+                passage=i,
+                ids=ids,
+                type_ids=[0] * len(head) + [1] * (b - a + 1),
+                first=len(head),
+                offsets=[tuple(o) for o in enc.offsets[a:b]],
+            )
+        )
     return out
 
 
@@ -194,9 +255,19 @@ class SpanModel:
     variant : {"fp32", "int8"}
     threads : int
         ``intra_op_num_threads`` of the session.
+    pack : bool, optional
+        Read passages packed (:func:`encode`); None: ``$PARETORAG_SPAN_PACK`` (``1`` / ``0``)
+        when it is set, else ``neural.json``'s ``settings.pack`` (false when absent).
     """
 
-    def __init__(self, folder: Path | str, *, variant: str = "fp32", threads: int = SPAN_THREADS) -> None:
+    def __init__(
+        self,
+        folder: Path | str,
+        *,
+        variant: str = "fp32",
+        threads: int = SPAN_THREADS,
+        pack: bool | None = None,
+    ) -> None:
         try:
             import onnxruntime  # noqa: F401
         except ImportError as exc:
@@ -223,12 +294,26 @@ class SpanModel:
         self.variant = variant
         self.max_length = int(self.meta.get("settings", {}).get("max_length", MAX_LENGTH))
         self.doc_stride = int(self.meta.get("settings", {}).get("doc_stride", DOC_STRIDE))
+        self.pack_setting = pack
         self.tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
         self.session = cpu_session(onnx_path, threads=threads, cache=cache_root())
         self._memo: OrderedDict[tuple[tuple[int, ...], ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = (
             OrderedDict()
         )
         self._memo_lock = threading.Lock()
+
+    @property
+    def pack(self) -> bool:
+        """Whether :meth:`read` packs passages: the ``pack`` argument, else ``$PARETORAG_SPAN_PACK``,
+        else ``neural.json``'s ``settings.pack``."""
+        if self.pack_setting is not None:
+            return self.pack_setting
+        env = os.environ.get(SPAN_PACK_ENV, "").strip()
+        if env:
+            if env not in ("0", "1"):
+                raise ConfigError(f"${SPAN_PACK_ENV} must be 0 or 1, got {env!r}")
+            return env == "1"
+        return bool(self.meta.get("settings", {}).get("pack", False))
 
     def logits(self, wins: list[Window]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start, end and class logits of the windows (rows in their order; a row's columns
@@ -274,7 +359,12 @@ class SpanModel:
         if not passages:
             return []
         wins = encode(
-            self.tokenizer, question, passages, max_length=self.max_length, doc_stride=self.doc_stride
+            self.tokenizer,
+            question,
+            passages,
+            max_length=self.max_length,
+            doc_stride=self.doc_stride,
+            pack=self.pack,
         )
         start, end, cls = self.logits(wins)
         cands: list[tuple[float, str, int, int, int]] = []  # (log score, kind, window, i, j)
@@ -299,10 +389,14 @@ class SpanModel:
         for o in order:
             _, kind, r, i, j = cands[o]
             w = wins[r]
+            where = w.passage
             if kind == "span":
+                where = w.passage_of(i)
+                if w.passage_of(j) != where:  # across two packed passages
+                    continue
                 a, b = w.offsets[i][0], w.offsets[j][1]
-                key: tuple[int, int, int] | str = (w.passage, a, b)
-                text = passages[w.passage][a:b]
+                key: tuple[int, int, int] | str = (where, a, b)
+                text = passages[where][a:b]
                 if "\n" in text:  # across a line break: two lines of a list or of a condensed passage
                     continue
             else:
@@ -316,7 +410,7 @@ class SpanModel:
             out.append(
                 Span(
                     text=text,
-                    passage=w.passage,
+                    passage=where,
                     start=a,
                     end=b,
                     score=float(probs[o]),
@@ -353,6 +447,7 @@ __all__ = [
     "SPAN_MODEL_ENV",
     "SPAN_MODES",
     "SPAN_MODE_ENV",
+    "SPAN_PACK_ENV",
     "TOKENIZER_FILE",
     "VARIANTS",
     "Span",
@@ -362,6 +457,7 @@ __all__ = [
     "configured_span_model",
     "encode",
     "load_span_model",
+    "pack_groups",
     "shipped_span_model",
     "windows",
 ]
