@@ -117,3 +117,12 @@ def test_list_and_description_questions_are_answered_with_the_sentence():
         "What government position was held by the actress?",
     ):
         assert described(other, analyze(other, []), span) is span
+    # ... unless its untyped span comes from a chunk of a long document
+    from paretorag.answering.reader.candidates import Passage
+
+    q3 = "What government position was held by the actress?"
+    long = [Passage(2, "Report", "x " * 900, 0.5)]
+    assert described(q3, analyze(q3, []), span, long).kind == "sentence"
+    assert described(q3, analyze(q3, []), span, [Passage(2, "Note", "short text", 0.5)]) is span
+    q4 = "Who are the founders of the company?"
+    assert described(q4, analyze(q4, []), span, long) is span  # a typed question keeps its span

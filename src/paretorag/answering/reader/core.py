@@ -237,7 +237,8 @@ class Reader:
                     return base
             else:
                 base = self._ranked(info, reading, order)
-            return described(question, info, self._combined(question, base, reading, order, n_given, info))
+            combined = self._combined(question, base, reading, order, n_given, info)
+            return described(question, info, combined, reading.passages)
         if followed is not None:
             return self._verdict(followed, info, reading, order, n_given, "chain")
         if self.span_mode == "first":
@@ -481,15 +482,23 @@ def title_lookup(view: Any) -> Callable[[str], Passage | None]:
     return lookup
 
 
-def described(question: str, info: QuestionInfo, result: ReaderResult) -> ReaderResult:
-    """A span answer to a list or description question (:data:`_DESCRIBE`, an untyped expected
-    answer) as the sentence that holds it: "What are common symptoms of X?" is answered by the
-    sentence that lists them, not by one item of the list."""
+def described(
+    question: str, info: QuestionInfo, result: ReaderResult, passages: Sequence[Passage] = ()
+) -> ReaderResult:
+    """A span answer to a question that expects no typed entity (a phrase or a description) as
+    the sentence that holds it, where the question asks for a list or a description
+    (:data:`_DESCRIBE`: "What are common symptoms of X?" is answered by the sentence that lists
+    them, not by one item of the list) or the span comes from a chunk of a long document
+    (longer than :data:`SPAN_CHARS`: a phrase lifted from a report or a manual says little
+    without its sentence)."""
     if not (result.found and result.kind == "span" and result.evidence):
         return result
-    if info.expected not in ("phrase", "description") or not _DESCRIBE.match(question):
+    if info.expected not in ("phrase", "description"):
         return result
     first = result.evidence[0]
+    long = any(p.n == first.n and len(p.text) > SPAN_CHARS for p in passages)
+    if not (long or _DESCRIBE.match(question)):
+        return result
     trace = {**result.trace, "span": result.answer}
     return replace(result, answer=first.sentence, evidence=(first,), kind="sentence", trace=trace)
 
