@@ -149,6 +149,7 @@ def test_the_second_hop_asks_the_same_method_again_and_shows_it_in_the_trace(tmp
     assert hop["query"].startswith(question + " ") and hop["bridge"] and hop["query"].endswith(hop["bridge"])
     assert first == "" or hop["bridge"] == first
     assert 0 <= hop["new_passages"] <= 3 and hop["confidence"][0] == round(float(one.confidence or 0.0), 4)
+    assert two.timings["second_hop"] > 0.0 and "second_hop" not in one.timings
     if hop["taken"]:
         assert len(two.contexts) == len(one.contexts) + hop["new_passages"]
         assert (two.confidence or 0.0) > (one.confidence or 0.0)

@@ -167,8 +167,10 @@ def answer(
             "expected": read.expected,
             "confidence": read.confidence,
         }
-    if hop is not None:  # the second retrieval and read are in the generation time
+    timings = {"retrieval": retrieval_seconds, "generation": t2 - t1, "total": total}
+    if hop is not None:  # the second retrieval and read: part of the generation time
         trace["second_hop"] = hop.to_json()
+        timings["second_hop"] = hop.seconds
     return Answer(
         question=question,
         text=text,
@@ -177,7 +179,7 @@ def answer(
         contexts=list(ctx.items),
         citations=cites,
         usage=usage,
-        timings={"retrieval": retrieval_seconds, "generation": t2 - t1, "total": total},
+        timings=timings,
         branch=retrieval.branch,
         context_text=evidence or ctx.text,
         warnings=warnings,

@@ -41,15 +41,19 @@ class Hop:
     taken: bool
 
     def to_json(self) -> dict[str, Any]:
+        """The trace's record: what was asked and read (its times go to the answer's timings,
+        so that the trace of a question is the same however busy the machine was)."""
         return {
             "query": self.query,
             "bridge": self.bridge,
             "new_passages": self.new_passages,
-            "retrieval_ms": round(self.retrieval_ms, 1),
-            "read_ms": round(self.read_ms, 1),
             "confidence": [round(c, 4) if c is not None else None for c in self.confidence],
             "taken": self.taken,
         }
+
+    @property
+    def seconds(self) -> float:
+        return (self.retrieval_ms + self.read_ms) / 1000.0
 
 
 def bridge_of(result: ReaderResult) -> str:
