@@ -33,11 +33,11 @@ class Retriever:
         return [_item(i) for i in self.ids[:k]]
 
 
-def test_the_bridge_is_the_answer_else_the_withheld_candidate():
+def test_the_bridge_is_a_found_span_answer():
     assert bridge_of(_result("Frederick Douglass", 0.3)) == "Frederick Douglass"
-    assert bridge_of(_result("", 0.01, found=False, candidate="Laura Knight")) == "Laura Knight"
-    assert bridge_of(_result("", 0.01, found=False, span_model="Ernst Mach")) == "Ernst Mach"
-    assert bridge_of(_result("", 0.0, found=False)) == ""
+    # a withheld answer asks nothing: its candidate would fetch passages about anything
+    assert bridge_of(_result("", 0.01, found=False, candidate="QA")) == ""
+    assert bridge_of(_result("", 0.01, found=False, span_model="VR")) == ""
     # a comparison, a yes/no, a sentence or a followed chain answers in one read
     for kind in ("choice", "yesno", "sentence", "chain"):
         assert bridge_of(_result("Paris", 0.9, kind=kind)) == ""
@@ -126,3 +126,14 @@ def test_list_and_description_questions_are_answered_with_the_sentence():
     assert described(q3, analyze(q3, []), span, [Passage(2, "Note", "short text", 0.5)]) is span
     q4 = "Who are the founders of the company?"
     assert described(q4, analyze(q4, []), span, long) is span  # a typed question keeps its span
+    # a table run together by a PDF's text layer is no sentence to answer with
+    table = ReaderResult(
+        "VR",
+        (Evidence("VR RA GS LR FG 50 50 2 46 95 VR 50 64 58 64 93 " * 12, 2),),
+        0.4,
+        True,
+        "span",
+        "phrase",
+        {},
+    )
+    assert described(q3, analyze(q3, []), table, long) is table

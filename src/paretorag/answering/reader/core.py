@@ -53,6 +53,7 @@ _DESCRIBE = re.compile(
 SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
 # in compare mode a span the other stages did not read needs at least this probability
 SPAN_FLOOR = 0.1
+PROSE_CHARS = 400  # a sentence answer is at most this long (else the span answers)
 SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
 CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
 
@@ -497,10 +498,18 @@ def described(
         return result
     first = result.evidence[0]
     long = any(p.n == first.n and len(p.text) > SPAN_CHARS for p in passages)
-    if not (long or _DESCRIBE.match(question)):
+    if not (long or _DESCRIBE.match(question)) or not _prose(first.sentence):
         return result
     trace = {**result.trace, "span": result.answer}
     return replace(result, answer=first.sentence, evidence=(first,), kind="sentence", trace=trace)
+
+
+def _prose(sentence: str) -> bool:
+    """A sentence a reader can take as an answer: at most :data:`PROSE_CHARS` characters, at least
+    half of its tokens words (not the run-together cells of a table extracted from a PDF)."""
+    tokens = sentence.split()
+    words = sum(t.strip(".,;:()\"'").isalpha() for t in tokens)
+    return 0 < len(sentence) <= PROSE_CHARS and words >= len(tokens) / 2
 
 
 def passages_of(items: Sequence[Any]) -> list[Passage]:

@@ -4,8 +4,7 @@ A bridge question ("Who married the publisher of *The North Star*?") names its a
 through another entity (the publisher). The first read often stops there: it answers the
 bridge, or a guess, because the passage that holds the answer does not mention anything
 the question says. The second hop asks the same retrieval method again with the question
-and the first read's answer (or its best withheld candidate), so the bridge entity's own
-passages come in; the reader reads the first passages and up to :data:`HOP_PASSAGES` new
+and the first read's answer, so the bridge entity's own passages come in; the reader reads the first passages and up to :data:`HOP_PASSAGES` new
 ones together, and the second answer replaces the first only when it is found and its
 confidence rises (issue 36, item 4: stop after two hops or when the confidence does not
 rise). Comparisons, yes/no, "why / how" sentences and followed chains answer in one read.
@@ -57,14 +56,13 @@ class Hop:
 
 
 def bridge_of(result: ReaderResult) -> str:
-    """The entity a second hop asks about: the first read's answer, else its withheld
-    candidate or span; "" where the answer is not a span (a comparison, yes/no, a sentence,
-    a chain) or nothing was read."""
-    if result.kind not in HOP_KINDS:
+    """The entity a second hop asks about: the first read's span answer; "" where it withheld
+    its answer (a withheld candidate asked about brought passages the span model then read
+    something from, however unrelated: a table cell of a paper for a question about a story),
+    or where the answer is not a span (a comparison, yes/no, a sentence, a chain)."""
+    if result.kind not in HOP_KINDS or not result.found:
         return ""
-    if result.answer:
-        return result.answer
-    return str(result.trace.get("candidate") or result.trace.get("span_model") or "")
+    return result.answer
 
 
 def second_hop(
