@@ -189,11 +189,10 @@ def _packed_question_examples(
     gold = list(dict.fromkeys(gold))
     if not gold:
         return []
-    answer_at = None
-    if yn is None:
-        answer_at = next((i for i, g in enumerate(gold) if find_answer(g, answers) is not None), None)
-        if answer_at is None:
-            return []
+    # the first gold passage that holds the answer, and where (yes / no needs none)
+    found = [(g, h) for g in gold if (h := find_answer(g, answers)) is not None]
+    if yn is None and not found:
+        return []
     free = [d for d in dict.fromkeys(distractors) if d not in gold and find_answer(d, answers) is None]
     rng.shuffle(free)
 
@@ -214,9 +213,7 @@ def _packed_question_examples(
     if yn is not None:
         out.append(Example(question, ctx, yn, yn, -1, source))
     else:
-        target = gold[answer_at]  # type: ignore[index]
-        hit = find_answer(target, answers)
-        assert hit is not None
+        target, hit = found[0]
         offset = sum(len(c) + len(PACK_SEP) for c in chosen[: chosen.index(target)])
         out.append(Example(question, ctx, "span", hit[1], offset + hit[0], source))
         bridge = [g for g in gold if find_answer(g, answers) is None]
