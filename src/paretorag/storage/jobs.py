@@ -72,6 +72,15 @@ _COLUMNS = (
 )
 
 
+def _dialect(ddl: str, dialect: str) -> str:
+    """A table of :data:`_TABLES` in PostgreSQL's types (8-byte floats, an identity key)."""
+    if dialect == "sqlite":
+        return ddl
+    return ddl.replace(
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT", "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    ).replace(" REAL", " DOUBLE PRECISION")
+
+
 def _me() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -137,14 +146,14 @@ class JobTable:
         self._ready = False
 
     def exists(self) -> bool:
-        return bool(self.store.rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name='jobs'"))
+        return self.store.db.has_table("jobs")
 
     def _ensure(self) -> None:
         if self._ready:
             return
         with self.store.transaction() as c:
             for ddl in _TABLES:
-                c.execute(ddl)
+                c.execute(_dialect(ddl, self.store.db.dialect))
         self._ready = True
 
     def create(

@@ -12,20 +12,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from ..errors import DamagedIndexError, IndexFormatError
+from ..errors import DamagedIndexError
 from ..textutil import heading_paths
 from ..types import Chunk, Document, IntArray
-from .diskerrors import database_error, sqlite_errors
+from .database import Database, SqliteDatabase, Transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -44,7 +41,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
     ord INTEGER NOT NULL,
     start INTEGER NOT NULL,
-    end INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
     n_tokens INTEGER NOT NULL,
     text_hash TEXT NOT NULL
 );
@@ -65,6 +62,18 @@ CREATE TABLE IF NOT EXISTS kv (
     value TEXT NOT NULL
 );
 """
+
+
+def schema(dialect: str) -> str:
+    """The tables in ``dialect`` (``sqlite`` or ``postgresql``): the same columns and keys."""
+    if dialect == "sqlite":
+        return SCHEMA
+    return (
+        SCHEMA.replace(
+            "seq INTEGER PRIMARY KEY AUTOINCREMENT", "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+        ).replace("BLOB", "BYTEA")
+        + "CREATE INDEX IF NOT EXISTS documents_key ON documents(doc_key);\n"
+    )
 
 
 def text_hash(text: str) -> str:
@@ -176,86 +185,78 @@ R = TypeVar("R")
 
 
 def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
-    """Report SQLite's disk-full, read-only and damaged-file errors as paretorag errors."""
+    """Report the database's disk-full, read-only and damaged-file errors as paretorag errors."""
 
     @functools.wraps(method)
     def wrapper(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with sqlite_errors(self.path):
+        with self.db.errors():
             return method(self, *args, **kwargs)
 
     return wrapper
 
 
 class Store:
-    """SQLite database of one index directory (WAL mode; every write in a transaction)."""
+    """Documents, chunks, caches and stage status of one index: ``index.sqlite`` in a folder
+    index (WAL mode), or the tables of a PostgreSQL database (:meth:`on`). Every write is
+    one transaction."""
 
     FILENAME = "index.sqlite"
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / self.FILENAME
-        try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.executescript(SCHEMA)
-            self._add_key_column()
-        except sqlite3.Error as exc:
-            mapped = database_error(exc, self.path)
-            if mapped is not None:
-                raise mapped from exc
-            raise IndexFormatError(
-                f"{self.path} is not a readable paretorag database ({exc}); restore it from a backup "
-                "or index the sources again into a new --index directory"
-            ) from exc
-        self._lock = threading.RLock()
+        sqlite = SqliteDatabase(self.path, SCHEMA)
+        self.db: Database = sqlite
+        self._lock = sqlite.lock
+        self._add_key_column(sqlite)
 
-    def _add_key_column(self) -> None:
+    @classmethod
+    def on(cls, db: Database) -> Store:
+        """The store over an open database whose tables :func:`schema` created."""
+        self = cls.__new__(cls)
+        self.path = Path(db.location)
+        self.db = db
+        self._lock = db.lock
+        return self
+
+    @property
+    def location(self) -> str:
+        """What messages name: the SQLite file, or the PostgreSQL URL without its password."""
+        return self.db.location
+
+    @staticmethod
+    def _add_key_column(db: SqliteDatabase) -> None:
         """Give a database made before document keys its ``doc_key`` column (NULL: matched by source).
 
         A read-only database is left as it is: only writers use the column.
         """
-        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
-        if "doc_key" not in cols:
-            try:
-                self._conn.execute("ALTER TABLE documents ADD COLUMN doc_key TEXT")
-            except sqlite3.OperationalError:  # read-only, or another process added it first
-                cols = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
-                if "doc_key" not in cols:
-                    return
-        self._conn.execute("CREATE INDEX IF NOT EXISTS documents_key ON documents(doc_key)")
+        if "doc_key" not in db.columns("documents"):
+            db.try_execute("ALTER TABLE documents ADD COLUMN doc_key TEXT")
+            if "doc_key" not in db.columns("documents"):  # read-only (not another process first)
+                return
+        db.try_execute("CREATE INDEX IF NOT EXISTS documents_key ON documents(doc_key)")
 
-    @_guarded
     def integrity(self) -> list[str]:
-        """SQLite's own consistency check: empty if the database is sound."""
-        with self._lock:
-            rows = [str(r[0]) for r in self._conn.execute("PRAGMA quick_check")]
-        return [] if rows == ["ok"] else [f"{self.path}: {r}" for r in rows[:10]]
+        """The database's own consistency check: empty if it is sound."""
+        return self.db.integrity()
 
     def close(self) -> None:
-        self._conn.close()
+        self.db.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: committed on success, rolled back on any error."""
-        with self._lock, sqlite_errors(self.path):
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def transaction(self) -> Any:
+        """One atomic write: committed on success, rolled back on any error (a context
+        manager yielding a :class:`~paretorag.storage.database.Transaction`)."""
+        return self.db.transaction()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        rows = self.db.read(sql, params)
+        return rows[0] if rows else None
 
     # -- documents and chunks -------------------------------------------------
     @_guarded
     def has_document(self, doc_id: str) -> bool:
         """True if the document is stored and not marked deleted."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT 1 FROM documents WHERE doc_id=? AND deleted=0", (doc_id,)
-            ).fetchone()
+            row = self._one("SELECT 1 FROM documents WHERE doc_id=? AND deleted=0", (doc_id,))
         return row is not None
 
     def add_document(self, doc: Document, chunks: Sequence[Chunk]) -> None:
@@ -278,7 +279,7 @@ class Store:
                 self._insert(c, doc, chunks)
 
     @staticmethod
-    def _insert(c: sqlite3.Connection, doc: Document, chunks: Sequence[Chunk]) -> None:
+    def _insert(c: Transaction, doc: Document, chunks: Sequence[Chunk]) -> None:
         if c.execute("SELECT 1 FROM documents WHERE doc_id=?", (doc.doc_id,)).fetchone():
             c.execute("UPDATE documents SET deleted=0 WHERE doc_id=?", (doc.doc_id,))
             if doc.key:  # a document stored before keys existed takes its file's key
@@ -291,7 +292,7 @@ class Store:
             (doc.doc_id, doc.title, doc.source, doc.text, int(doc.presplit), len(doc.text), doc.key or None),
         )
         c.executemany(
-            "INSERT INTO chunks(chunk_id,doc_id,ord,start,end,n_tokens,text_hash) VALUES (?,?,?,?,?,?,?)",
+            'INSERT INTO chunks(chunk_id,doc_id,ord,start,"end",n_tokens,text_hash) VALUES (?,?,?,?,?,?,?)',
             [
                 (ch.chunk_id, ch.doc_id, ch.order, ch.start, ch.end, ch.n_tokens, text_hash(ch.text))
                 for ch in chunks
@@ -305,7 +306,7 @@ class Store:
         with self._lock:
             return [
                 (str(r[0]), r[1], str(r[2]), bool(r[3]), bool(r[4]))
-                for r in self._conn.execute(
+                for r in self.db.read(
                     "SELECT doc_id, doc_key, source, presplit, deleted FROM documents ORDER BY seq"
                 )
             ]
@@ -329,25 +330,25 @@ class Store:
     def pending_deletes(self) -> list[str]:
         """Documents marked deleted whose delete has not been committed yet."""
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=1")]
+            return [r[0] for r in self.db.read("SELECT doc_id FROM documents WHERE deleted=1")]
 
     @_guarded
     def live_document_ids(self) -> set[str]:
         """Stored documents not marked deleted (committed or not)."""
         with self._lock:
-            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents WHERE deleted=0")}
+            return {r[0] for r in self.db.read("SELECT doc_id FROM documents WHERE deleted=0")}
 
     @_guarded
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows of one read (for tables kept by other modules, e.g. :mod:`paretorag.storage.jobs`)."""
         with self._lock:
-            return [tuple(r) for r in self._conn.execute(sql, tuple(params))]
+            return self.db.read(sql, params)
 
     @_guarded
     def all_document_ids(self) -> set[str]:
         """Every stored document id, pending deletes included."""
         with self._lock:
-            return {r[0] for r in self._conn.execute("SELECT doc_id FROM documents")}
+            return {r[0] for r in self.db.read("SELECT doc_id FROM documents")}
 
     def purge_deleted(self, keep: Iterable[str] = ()) -> int:
         """Remove documents marked deleted (and their chunks), except those in ``keep``."""
@@ -363,11 +364,11 @@ class Store:
         """Stored documents in insertion order (with ``include_deleted``: also pending deletes)."""
         where = "" if include_deleted else "WHERE d.deleted=0 "
         with self._lock:
-            rows = self._conn.execute(
+            rows = self.db.read(
                 "SELECT d.doc_id, d.title, d.source, d.n_chars, d.presplit, COUNT(c.chunk_id), d.deleted "
                 f"FROM documents d LEFT JOIN chunks c ON c.doc_id=d.doc_id {where}"
-                "GROUP BY d.doc_id ORDER BY d.seq"
-            ).fetchall()
+                "GROUP BY d.seq ORDER BY d.seq"
+            )
         return [
             {
                 "doc_id": r[0],
@@ -384,7 +385,7 @@ class Store:
     @_guarded
     def document_text(self, doc_id: str) -> str | None:
         with self._lock:
-            row = self._conn.execute("SELECT text FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+            row = self._one("SELECT text FROM documents WHERE doc_id=?", (doc_id,))
         return None if row is None else str(row[0])
 
     @_guarded
@@ -396,15 +397,15 @@ class Store:
         with self._lock:
             docs = {
                 r[0]: (r[1], r[2], bool(r[3]))
-                for r in self._conn.execute(
+                for r in self.db.read(
                     "SELECT doc_id, title, text, presplit FROM documents"
                     + ("" if ids else " WHERE deleted=0")
                 )
             }
-            rows = self._conn.execute(
-                "SELECT c.chunk_id, c.doc_id, c.ord, c.start, c.end, c.n_tokens FROM chunks c "
+            rows = self.db.read(
+                'SELECT c.chunk_id, c.doc_id, c.ord, c.start, c."end", c.n_tokens FROM chunks c '
                 "JOIN documents d ON d.doc_id=c.doc_id ORDER BY d.seq, c.ord"
-            ).fetchall()
+            )
         if ids is None:
             rows = [r for r in rows if r[1] in docs]
         else:
@@ -435,12 +436,12 @@ class Store:
     @_guarded
     def counts(self) -> dict[str, int]:
         with self._lock:
-            docs = self._conn.execute("SELECT COUNT(*) FROM documents WHERE deleted=0").fetchone()[0]
-            chunks, tokens = self._conn.execute(
+            docs = self.db.read("SELECT COUNT(*) FROM documents WHERE deleted=0")[0][0]
+            chunks, tokens = self.db.read(
                 "SELECT COUNT(*), COALESCE(SUM(c.n_tokens),0) FROM chunks c "
                 "JOIN documents d ON d.doc_id=c.doc_id WHERE d.deleted=0"
-            ).fetchone()
-            cache = self._conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0]
+            )[0]
+            cache = self.db.read("SELECT COUNT(*) FROM llm_cache")[0][0]
         return {
             "documents": int(docs),
             "chunks": int(chunks),
@@ -456,33 +457,36 @@ class Store:
             for i in range(0, len(hashes), 500):
                 part = list(hashes[i : i + 500])
                 q = f"SELECT text_hash, vector FROM embedding_cache WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
-                for h, blob in self._conn.execute(q, [model, *part]):
+                for h, blob in self.db.read(q, [model, *part]):
                     out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def put_vectors(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         with self.transaction() as c:
             c.executemany(
-                "INSERT OR REPLACE INTO embedding_cache(model,text_hash,vector) VALUES (?,?,?)",
+                "INSERT INTO embedding_cache(model,text_hash,vector) VALUES (?,?,?) "
+                "ON CONFLICT (model, text_hash) DO UPDATE SET vector=excluded.vector",
                 [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
             )
 
     @_guarded
     def get_llm(self, key: str) -> str | None:
         with self._lock:
-            row = self._conn.execute("SELECT response FROM llm_cache WHERE key=?", (key,)).fetchone()
+            row = self._one("SELECT response FROM llm_cache WHERE key=?", (key,))
         return None if row is None else str(row[0])
 
     def put_llm(self, key: str, model: str, response: str) -> None:
         with self.transaction() as c:
             c.execute(
-                "INSERT OR REPLACE INTO llm_cache(key,model,response) VALUES (?,?,?)", (key, model, response)
+                "INSERT INTO llm_cache(key,model,response) VALUES (?,?,?) "
+                "ON CONFLICT (key) DO UPDATE SET model=excluded.model, response=excluded.response",
+                (key, model, response),
             )
 
     @_guarded
     def get_kv(self, key: str) -> Any:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
+            row = self._one("SELECT value FROM kv WHERE key=?", (key,))
         return None if row is None else json.loads(row[0])
 
     def get_kv_many(self, keys: Sequence[str]) -> dict[str, Any]:
@@ -492,19 +496,23 @@ class Store:
             for i in range(0, len(keys), 500):
                 part = list(keys[i : i + 500])
                 q = f"SELECT key, value FROM kv WHERE key IN ({','.join('?' * len(part))})"
-                for k, v in self._conn.execute(q, part):
+                for k, v in self.db.read(q, part):
                     out[str(k)] = json.loads(v)
         return out
 
     def put_kv_many(self, items: Sequence[tuple[str, Any]]) -> None:
         with self.transaction() as c:
             c.executemany(
-                "INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", [(k, json.dumps(v)) for k, v in items]
+                "INSERT INTO kv(key,value) VALUES (?,?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                [(k, json.dumps(v)) for k, v in items],
             )
 
     def put_kv(self, key: str, value: Any) -> None:
         with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO kv(key,value) VALUES (?,?)", (key, json.dumps(value)))
+            c.execute(
+                "INSERT INTO kv(key,value) VALUES (?,?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                (key, json.dumps(value)),
+            )
 
     def delete_kv(self, key: str) -> None:
         with self.transaction() as c:

@@ -1,0 +1,229 @@
+"""The SQL seam: one connection to SQLite (the folder index) or PostgreSQL, same statements.
+
+:class:`~paretorag.storage.store.Store` and :class:`~paretorag.storage.jobs.JobTable` write
+their SQL once, in the dialect both engines read: ``?`` placeholders, ``INSERT ... ON
+CONFLICT (key) DO UPDATE`` (SQLite >= 3.24), ``"end"`` quoted. :class:`PostgresDatabase`
+turns ``?`` into psycopg's ``%s``; each class translates its engine's disk-full, read-only
+and damaged-database failures into paretorag errors. Nothing outside ``storage/`` opens a
+database connection.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import IndexFormatError, MissingDependencyError, StorageError
+from .diskerrors import database_error, sqlite_errors
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Transaction(Protocol):
+    """What a write sees inside :meth:`Database.transaction`."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any: ...
+
+
+class Database(Protocol):
+    """One database connection of an index (thread-safe: callers serialise on :attr:`lock`)."""
+
+    dialect: str  # "sqlite" or "postgresql"
+    location: str  # what messages name: a file path, or a URL without its password
+    lock: threading.RLock
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def transaction(self) -> Any: ...  # context manager yielding a Transaction
+
+    def errors(self) -> Any: ...  # context manager mapping engine errors to paretorag errors
+
+    def has_table(self, name: str) -> bool: ...
+
+    def integrity(self) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class SqliteDatabase:
+    """``index.sqlite`` of a folder index (WAL mode; every write in ``BEGIN IMMEDIATE``)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, schema: str) -> None:
+        self.path = path
+        self.location = str(path)
+        self.lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(schema)
+        except sqlite3.Error as exc:
+            mapped = database_error(exc, path)
+            if mapped is not None:
+                raise mapped from exc
+            raise IndexFormatError(
+                f"{path} is not a readable paretorag database ({exc}); restore it from a backup "
+                "or index the sources again into a new --index directory"
+            ) from exc
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock, sqlite_errors(self.path):
+            return [tuple(r) for r in self._conn.execute(sql, tuple(params))]
+
+    def try_execute(self, sql: str) -> bool:
+        """Run one schema statement outside a transaction; False if SQLite refuses it
+        (a read-only database, or another process did it first)."""
+        try:
+            with self.lock:
+                self._conn.execute(sql)
+        except sqlite3.OperationalError:
+            return False
+        return True
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.lock, sqlite_errors(self.path):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def errors(self) -> Any:
+        return sqlite_errors(self.path)
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.read("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)))
+
+    def columns(self, table: str) -> set[str]:
+        return {str(r[1]) for r in self.read(f"PRAGMA table_info({table})")}
+
+    def integrity(self) -> list[str]:
+        rows = [str(r[0]) for r in self.read("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else [f"{self.path}: {r}" for r in rows[:10]]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def pg_sql(sql: str) -> str:
+    """A statement with ``?`` placeholders in psycopg's ``%s`` style (``%`` escaped)."""
+    return _PLACEHOLDER.sub("%s", sql.replace("%", "%%"))
+
+
+def psycopg_module() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "a postgresql:// index needs psycopg 3: pip install 'paretorag[postgres]'"
+        ) from exc
+    return psycopg
+
+
+def redact(url: str) -> str:
+    """The URL with its password replaced by ``***`` (for messages and logs)."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+class _PgTransaction:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(pg_sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any:
+        with self._conn.cursor() as cur:
+            cur.executemany(pg_sql(sql), [tuple(r) for r in rows])
+            return cur
+
+
+class PostgresDatabase:
+    """One psycopg 3 connection to the index's PostgreSQL database (autocommit reads;
+    each write one transaction)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, schema: str) -> None:
+        psycopg = psycopg_module()
+        self.url = url
+        self.location = redact(url)
+        self.lock = threading.RLock()
+        self._psycopg = psycopg
+        try:
+            self._conn = psycopg.connect(url, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise StorageError(
+                f"cannot connect to {self.location} ({str(exc).strip().splitlines()[0]}); start the "
+                "PostgreSQL server or fix the --index URL (postgresql://USER:PASSWORD@HOST:PORT/DB)"
+            ) from exc
+        if schema:
+            with self.errors(), self._conn.transaction():
+                # one schema change at a time across processes (CREATE ... IF NOT EXISTS races)
+                self._conn.execute("SELECT pg_advisory_xact_lock(7305142963)")
+                for stmt in (s.strip() for s in schema.split(";")):
+                    if stmt:
+                        self._conn.execute(stmt)
+
+    @property
+    def connection(self) -> Any:
+        return self._conn
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock, self.errors():
+            return [tuple(r) for r in self._conn.execute(pg_sql(sql), tuple(params)).fetchall()]
+
+    @contextmanager
+    def transaction(self) -> Iterator[_PgTransaction]:
+        with self.lock, self.errors(), self._conn.transaction():
+            yield _PgTransaction(self._conn)
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        psycopg = self._psycopg
+        try:
+            yield
+        except psycopg.errors.DiskFull as exc:
+            raise StorageError(f"{self.location}: the database server's disk is full ({exc})") from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StorageError(
+                f"{self.location}: permission denied ({str(exc).strip()}); grant the user CREATE and "
+                "write rights on the database, or choose another --index"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StorageError(
+                f"{self.location}: the connection failed ({str(exc).strip().splitlines()[0]}); "
+                "check that the server is running, then run the same command again"
+            ) from exc
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.read("SELECT 1 FROM information_schema.tables WHERE table_name=?", (name,)))
+
+    def integrity(self) -> list[str]:
+        return []  # the server keeps its own files consistent (WAL, checksums where enabled)
+
+    def close(self) -> None:
+        self._conn.close()
