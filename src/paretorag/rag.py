@@ -36,11 +36,10 @@ from .providers.base import LLM, Embedder
 from .providers.embedder_spec import make_embedder
 from .providers.extractive import ExtractiveLLM
 from .retrieval.methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
-from .session import QUERY_USAGE, IndexReport, IndexSession, manifest_stamp
-from .storage.diskerrors import disk_errors
+from .session import QUERY_USAGE, IndexReport, IndexSession
+from .storage.backend import FolderBackend, open_backend
 from .storage.jobs import pending_work
-from .storage.manifest import FILENAME, IndexConfig, Manifest, not_an_index
-from .storage.store import Store
+from .storage.manifest import IndexConfig, Manifest, not_an_index
 from .types import MAX_K, Answer, Budget, Context, ContextItem, Usage
 
 MAX_QUESTION_CHARS = 10_000
@@ -135,16 +134,17 @@ class RAG(IndexSession):
         on_wait : callable, optional
             Called with a message naming the lock's holder when a write has to wait.
         """
-        root = Path(path)
-        if root.exists() and not root.is_dir():
+        backend = open_backend(path)
+        root: Path | str = backend.root if isinstance(backend, FolderBackend) else backend.location
+        if isinstance(root, Path) and root.exists() and not root.is_dir():
             raise IndexFormatError(f"{root} is a file, not an index directory; choose another --index path")
         damaged: str | None = None
         try:
-            manifest = Manifest.load(root) if root.exists() else None
+            manifest = backend.load_manifest() if backend.exists() else None
         except DamagedIndexError as exc:  # readers report it; writers repair it
             damaged = str(exc)
-            probe = Store(root)  # the configuration the last commit kept, if the backup is gone too
-            manifest = recover_manifest(root, probe)[0]
+            probe = backend.open_store()  # the configuration the last commit kept, if the backup is gone too
+            manifest = recover_manifest(backend, probe)[0]
             probe.close()
         settings = OpenSettings(
             methods=methods,
@@ -162,16 +162,18 @@ class RAG(IndexSession):
         created = False
         if manifest is None:
             if not create:
-                raise IndexFormatError(not_an_index(root))
-            if root.exists() and any(root.iterdir()) and not (root / Store.FILENAME).exists():
+                raise IndexFormatError(
+                    not_an_index(root) if isinstance(root, Path) else f"{root} holds no paretorag index; "
+                    f"build one with `paretorag index FILES --index {root}` first"
+                )
+            if isinstance(root, Path) and root.exists() and any(root.iterdir()) and not backend.exists():
                 raise IndexFormatError(
                     f"{root} is a non-empty directory that is not an index; choose a new or empty one"
                 )
             manifest = Manifest(IndexConfig(methods=[]))
             settings.apply(root, manifest)  # before creating anything: a bad setting leaves no folder
-            created = not root.exists()
-            with disk_errors(root):
-                root.mkdir(parents=True, exist_ok=True)
+            created = isinstance(root, Path) and not root.exists()
+            backend.create()
         before = manifest.to_json()
         settings.apply(root, manifest)
         emb: Embedder = (
@@ -186,9 +188,9 @@ class RAG(IndexSession):
                     f"{root} was embedded with {built_with!r}, not {emb.name!r}; use a new index"
                 )
         llm_obj = None if llm is None or isinstance(llm, str) else llm
-        store = Store(root)
+        store = backend.open_store()
         rag = cls(
-            root,
+            backend,
             store,
             manifest,
             emb,
@@ -199,10 +201,10 @@ class RAG(IndexSession):
             created=created,
             damaged=damaged,
         )
-        if damaged is None and (not (root / FILENAME).exists() or manifest.to_json() != before):
+        if damaged is None and (backend.stamp() is None or manifest.to_json() != before):
             with rag._locked():  # only when something changed: a reader never rewrites a live manifest
-                rag.manifest.save(root)
-                rag._stamp = manifest_stamp(root)
+                backend.save_manifest(rag.manifest)
+                rag._stamp = backend.stamp()
         return rag
 
     def built(self, method: str) -> bool:
@@ -428,14 +430,7 @@ class RAG(IndexSession):
         if self._damaged:
             raise DamagedIndexError(self._damaged)
         m = self.manifest
-        sizes: dict[str, int] = {}
-        for sub in ("vectors", "structures"):
-            d = self.root / sub
-            sizes[sub] = sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.exists() else 0
-        db = self.root / Store.FILENAME
-        sizes["sqlite"] = (
-            sum(p.stat().st_size for p in self.root.glob(Store.FILENAME + "*")) if db.exists() else 0
-        )
+        sizes = self.backend.size_bytes()
         return {
             "index": str(self.root),
             "format_version": m.format_version,
@@ -449,7 +444,7 @@ class RAG(IndexSession):
             "model_calls": m.model_calls,
             "methods_available": available_methods(),
             # stored but not committed (a killed write, a server job not finished) and who left it
-            "pending": pending_work(self.root, self.store, m),
+            "pending": pending_work(self.backend, self.store, m),
         }
 
     def __enter__(self) -> RAG:

@@ -13,7 +13,6 @@ follows are one protocol: every write and every read goes through the same few l
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +37,7 @@ from .providers.base import LLM, Embedder, Tokenizer, is_generative
 from .providers.embedders import RegexTokenizer
 from .providers.wrappers import CachedLLM, CountingLLM
 from .retrieval.methods.base import get_method
+from .storage.backend import FolderBackend, IndexBackend
 from .storage.jobs import (
     ORIGINS_KEY,
     JobTable,
@@ -46,8 +46,7 @@ from .storage.jobs import (
     describe_origins,
     note_origin,
 )
-from .storage.lock import ReaderLease, WriterLock, collect_garbage
-from .storage.manifest import FILENAME, Manifest
+from .storage.manifest import Manifest
 from .storage.store import Store
 from .storage.vectors import resolve_ann
 from .types import Document, Usage
@@ -84,15 +83,6 @@ class IndexReport:
     committed: bool = False
 
 
-def manifest_stamp(root: Path) -> tuple[int, int, int] | None:
-    """Identity of the manifest file on disk: a commit replaces it (new inode, mtime, size)."""
-    try:
-        st = os.stat(root / FILENAME)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
 class IndexSession:
     """An index directory opened for reading and writing (the base of :class:`paretorag.RAG`).
 
@@ -102,7 +92,7 @@ class IndexSession:
 
     def __init__(
         self,
-        root: Path,
+        backend: IndexBackend,
         store: Store,
         manifest: Manifest,
         embedder: Embedder,
@@ -114,7 +104,9 @@ class IndexSession:
         created: bool = False,
         damaged: str | None = None,
     ) -> None:
-        self.root = root
+        self.backend = backend
+        # the index as messages and commands name it: the folder, or the URL without its password
+        self.root: Path | str = backend.root if isinstance(backend, FolderBackend) else backend.location
         self.store = store
         self.manifest = manifest
         self.embedder = embedder
@@ -127,10 +119,10 @@ class IndexSession:
         self._on_wait = on_wait
         self._created = created  # this RAG created the directory: removed if the first index fails
         self._damaged = damaged  # why the manifest could not be read (a writer repairs it)
-        self._lease = ReaderLease(root)  # the files of the loaded view
-        self._old_lease = ReaderLease(root)  # those of the view before: queries may still use it
+        self._lease = backend.reader_lease()  # the files of the loaded view
+        self._old_lease = backend.reader_lease()  # those of the view before: queries may still use it
         self._view_lock = threading.RLock()  # one view swap at a time when threads share this RAG
-        self._stamp = manifest_stamp(root)
+        self._stamp = backend.stamp()
         self._writing = False
         self.notes: list[str] = []  # what a writer recovered or finished on the way
         self.on_note: Callable[[str], None] | None = None  # told each note as it happens
@@ -155,7 +147,7 @@ class IndexSession:
 
     def _writer(self, progress: Progress | None, cluster: RayCluster | None = None) -> IndexWriter:
         return IndexWriter(
-            self.root,
+            self.backend,
             self.store,
             self.manifest,
             self.embedder,
@@ -174,16 +166,16 @@ class IndexSession:
         if self._writing:
             yield
             return
-        with WriterLock(self.root, wait=self._wait, on_wait=self._on_wait):
+        with self.backend.writer_lock(wait=self._wait, on_wait=self._on_wait):
             self._writing = True
             try:
                 self._drop_view()
                 try:
-                    fresh = Manifest.load(self.root)
+                    fresh = self.backend.load_manifest()
                     self._damaged = None
                 except DamagedIndexError as exc:
                     self._damaged = str(exc)
-                    fresh, note = recover_manifest(self.root, self.store)
+                    fresh, note = recover_manifest(self.backend, self.store)
                     self.notes.append(note)
                 if fresh is not None:  # None: the manifest was removed; keep ours
                     self._settings.apply(self.root, fresh)
@@ -192,7 +184,7 @@ class IndexSession:
                 yield
             finally:
                 self._writing = False
-                self._stamp = manifest_stamp(self.root)
+                self._stamp = self.backend.stamp()
 
     def _note(self, message: str) -> None:
         """Tell ``on_note`` now, or keep the note in ``notes`` for the caller."""
@@ -237,8 +229,8 @@ class IndexSession:
         _, dirnames = structure_plan(m.config, fp)
         if any(m.structures.get(name, {}).get("dir") != d for name, d in dirnames.items()):
             return True
-        problems = check(self.root, m, deep=False)
-        remove(problems)
+        problems = check(self.backend, m, deep=False)
+        remove(self.backend, problems)
         return bool(problems)
 
     def _commit(self, progress: Progress | None, writer: IndexWriter | None = None) -> None:
@@ -285,7 +277,7 @@ class IndexSession:
                 if paths:
                     read, problems = read_paths(paths, strict=strict, key=key, allow_empty=prune)
                     docs.extend(read)
-                committed = committed_doc_ids(self.root, self.manifest)
+                committed = committed_doc_ids(self.backend, self.manifest)
                 live = self.store.live_document_ids()
                 self._finishing(committed, live)
                 folders = [p for p in paths if prune and Path(p).is_dir()]
@@ -340,11 +332,11 @@ class IndexSession:
             return
         self._created = False
         try:
-            with WriterLock(self.root, wait=False):  # another writer started meanwhile: keep it
+            with self.backend.writer_lock(wait=False):  # another writer started meanwhile: keep it
                 if self.manifest.vectors or self.store.all_document_ids():
                     return  # an interrupted first index: kept, so that a re-run resumes
                 self.close()
-                shutil.rmtree(self.root, ignore_errors=True)
+                self.backend.remove()
         except ParetoragError:
             return
 
@@ -396,7 +388,7 @@ class IndexSession:
                     "with, or its file's path"
                 )
             ids = list(dict.fromkeys(i for n in names for i in named[n]))
-            self._finishing(committed_doc_ids(self.root, self.manifest), self.store.live_document_ids())
+            self._finishing(committed_doc_ids(self.backend, self.manifest), self.store.live_document_ids())
             if ids:
                 note_origin(self.store, self.origin)
             removed = self.store.mark_deleted(ids)
@@ -411,21 +403,21 @@ class IndexSession:
         self.notes.clear()
         with self._locked():
             report.notes = list(self.notes)
-            problems = check(self.root, self.manifest, self.store)
+            problems = check(self.backend, self.manifest, self.store)
             report.problems = [str(p) for p in problems]
-            fatal = [p for p in problems if not p.remove and "index.sqlite" in p.message]
+            fatal = [p for p in problems if p.fatal]
             if fatal:
                 raise IndexFormatError(
-                    f"{fatal[0]}; the database cannot be repaired: restore {self.store.path} from a "
-                    "backup, or index the sources again into a new --index directory"
+                    f"{fatal[0]}; the database cannot be repaired: restore {self.store.location} from a "
+                    "backup, or index the sources again into a new --index"
                 )
-            remove(problems)
+            remove(self.backend, problems)
             if problems or self._damaged or self._needs_commit():
                 self._commit(progress)  # its garbage collection follows
                 report.rebuilt = True
             else:  # a writer killed between its commit and its garbage collection
                 dirs = [str(info.get("dir", "")) for info in self.manifest.structures.values()]
-                report.removed = collect_garbage(self.root, self.manifest.vectors, dirs)
+                report.removed = self.backend.collect_garbage(self.manifest.vectors, dirs)
         return report
 
     def check(self) -> list[str]:
@@ -434,23 +426,23 @@ class IndexSession:
         self._sync()
         if self._damaged:
             return [self._damaged]
-        return [str(p) for p in check(self.root, self.manifest, self.store)]
+        return [str(p) for p in check(self.backend, self.manifest, self.store)]
 
     # -- reading ---------------------------------------------------------------
     def _sync(self, force: bool = False) -> None:
         """Follow a commit made by another writer (one ``stat`` when nothing changed;
         ``force`` re-reads the manifest whatever its stamp says)."""
-        if self._writing or (not force and manifest_stamp(self.root) == self._stamp):
+        if self._writing or (not force and self.backend.stamp() == self._stamp):
             return
         with self._view_lock:
             self._follow(force)
 
     def _follow(self, force: bool = False) -> None:
-        if self._writing or (not force and manifest_stamp(self.root) == self._stamp):
+        if self._writing or (not force and self.backend.stamp() == self._stamp):
             return
-        self._stamp = manifest_stamp(self.root)
+        self._stamp = self.backend.stamp()
         try:
-            fresh = Manifest.load(self.root)
+            fresh = self.backend.load_manifest()
         except DamagedIndexError as exc:
             self._damaged = str(exc)
             self._drop_view()
@@ -469,7 +461,7 @@ class IndexSession:
             self._view = None
             self._old_lease.release()
             if grace:
-                self._old_lease, self._lease = self._lease, ReaderLease(self.root)
+                self._old_lease, self._lease = self._lease, self.backend.reader_lease()
             else:
                 self._lease.release()
 
@@ -493,12 +485,12 @@ class IndexSession:
             stamp = self._stamp
             # name the files before loading them; a commit after this leaves them in place
             self._lease.hold(m.vectors, [str(info.get("dir", "")) for info in m.structures.values()])
-            if manifest_stamp(self.root) != stamp and not self._writing:  # a commit got in between
+            if self.backend.stamp() != stamp and not self._writing:  # a commit got in between
                 self._follow()
                 continue
             try:
                 self._view = LoadedIndex(
-                    self.root,
+                    self.backend,
                     self.store,
                     m,
                     self.embedder,

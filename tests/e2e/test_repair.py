@@ -202,7 +202,7 @@ def test_repair_removes_the_files_a_commit_killed_before_its_garbage_collection_
     ix, _ = built
     before = _generation_files(ix)
     # the insert commits, and is killed before it collects the files it replaced
-    monkeypatch.setattr("paretorag.indexing.commit.collect_garbage", lambda *a, **k: [])
+    monkeypatch.setattr("paretorag.storage.backend.FolderBackend.collect_garbage", lambda *a, **k: [])
     rag = _open(ix)
     rag.index(_corpus(tmp_path / "src", 9)[-1:])
     expected = (_answers(rag), _answers(rag, "g2cons-concept"))

@@ -123,15 +123,8 @@ def graph_structures(view: LoadedIndex) -> list[str]:
 
 
 def _holds_graph(view: LoadedIndex, name: str) -> bool:
-    import json
-
     info = view.manifest.structures.get(name) or {}
-    try:
-        meta = json.loads(
-            (view.root / "structures" / str(info.get("dir", "")) / "meta.json").read_text("utf-8")
-        )
-    except (OSError, ValueError):
-        return False
+    meta = view.backend.structure_meta(str(info.get("dir", "")))
     return isinstance(meta, dict) and isinstance(meta.get("graph"), dict)
 
 

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cancel import CancellableProgress, check
@@ -25,9 +24,10 @@ from ..providers.base import LLM, Embedder, Tokenizer
 from ..providers.counting import ModelCalls, counting
 from ..providers.nlp_workers import stop_all as stop_workers
 from ..providers.notices import run_in_context
+from ..storage.backend import IndexBackend
 from ..storage.manifest import IndexConfig
 from ..storage.store import ChunkTable, Store
-from ..storage.structures import StructureData, has_structure, load_structure, save_structure
+from ..storage.structures import StructureData
 from ..types import Chunk, Document
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ ContextFactory = Callable[[Builder, dict[str, StructureData]], IndexBuildContext
 
 def build_structures(
     plan: tuple[dict[str, Builder], dict[str, str]],
-    sdir: Path,
+    backend: IndexBackend,
     previous: Mapping[str, Mapping[str, Any]],
     context: ContextFactory,
     *,
@@ -193,8 +193,8 @@ def build_structures(
     built: dict[str, StructureData] = {}
     pending = list(names)
     for name in names:  # finished by an earlier (interrupted) run: reuse
-        if name not in rebuild and has_structure(sdir, dirnames[name]):
-            built[name] = load_structure(sdir, dirnames[name])
+        if name not in rebuild and backend.has_structure(dirnames[name]):
+            built[name] = backend.load_structure(dirnames[name])
             prev = previous.get(name, {})
             seconds = prev.get("seconds") if prev.get("dir") == dirnames[name] else None
             done[name] = structure_info(dirnames[name], built[name], seconds)
@@ -212,7 +212,7 @@ def build_structures(
             for fut in finished:
                 del running[fut]
                 name, data, seconds = fut.result()
-                save_structure(sdir, dirnames[name], data)  # kept for a re-run even if the rest fails
+                backend.save_structure(dirnames[name], data)  # kept for a re-run even if the rest fails
                 built[name] = data
                 done[name] = structure_info(dirnames[name], data, seconds)
                 timings[f"build.{name}"] = seconds

@@ -9,45 +9,41 @@ commit loadable; the crash tests hold a run at the named points (``before-commit
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..cancel import pause_point
-from ..storage.diskerrors import disk_errors
-from ..storage.lock import collect_garbage
+from ..storage.backend import IndexBackend
 from ..storage.manifest import Manifest
 from ..storage.store import Store
-from ..storage.structures import has_structure
 from ..storage.vectors import VectorIndex
-from .plan import vector_files, vector_stem
+from .plan import vector_stem
 
 CONFIG_KEY = "manifest.config"  # the committed configuration, kept in SQLite too
 
 
 def write_vectors(
-    vdir: Path, committed: str | None, stem: str, vectors: np.ndarray, ann: str, ids: Sequence[str]
+    backend: IndexBackend,
+    committed: str | None,
+    stem: str,
+    vectors: np.ndarray,
+    ann: str,
+    ids: Sequence[str],
 ) -> float | None:
-    """Save the chunk vectors as ``stem`` unless the ``committed`` stem is the same and its
-    files are all there; returns the seconds it took, or None when nothing was written."""
-    if committed == stem and all((vdir / f).is_file() for f in vector_files(stem)):
+    """Save the chunk vectors as ``stem`` unless the ``committed`` stem is the same and all
+    of it is there; returns the seconds it took, or None when nothing was written."""
+    if committed == stem and backend.has_vectors(stem):
         return None
     t1 = time.perf_counter()
-    VectorIndex(vectors, kind=ann).save(vdir, stem)
-    path = vdir / f"{stem}.ids.txt"
-    tmp = vdir / f".{stem}.ids.txt.tmp"
-    with disk_errors(path):
-        tmp.write_text("\n".join(ids), encoding="utf-8")
-        os.replace(tmp, path)
+    backend.save_vectors(stem, VectorIndex(vectors, kind=ann), ids)
     return time.perf_counter() - t1
 
 
 def commit_manifest(
-    root: Path,
+    backend: IndexBackend,
     m: Manifest,
     store: Store,
     *,
@@ -65,9 +61,8 @@ def commit_manifest(
     if (m.vectors or "").startswith(vector_stem(fingerprint, titles=False)):
         # the chunks are unchanged: structures of methods no longer configured (dropped
         # by replace_methods) stay valid and are kept; the first change of the chunks drops them
-        sdir = root / "structures"
         for name, info in m.structures.items():
-            if name not in structures and has_structure(sdir, info["dir"]):
+            if name not in structures and backend.has_structure(info["dir"]):
                 structures[name] = info
     m.vectors = stem
     m.structures = structures
@@ -82,6 +77,6 @@ def commit_manifest(
     # a second copy of the configuration, for `paretorag repair` if both manifest files are lost
     store.put_kv(CONFIG_KEY, {"config": m.to_json()["config"], "models": m.models})
     pause_point("before-commit")
-    m.save(root)
+    backend.save_manifest(m)
     store.purge_deleted()
-    collect_garbage(root, stem, [s["dir"] for s in structures.values()])
+    backend.collect_garbage(stem, [s["dir"] for s in structures.values()])

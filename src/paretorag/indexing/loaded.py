@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,10 +11,10 @@ import numpy as np
 from ..errors import DamagedIndexError, MissingStructureError
 from ..providers.base import LLM, Embedder, Tokenizer
 from ..providers.question_nlp import QuestionNLP
+from ..storage.backend import IndexBackend
 from ..storage.manifest import Manifest
 from ..storage.store import ChunkTable, Store
-from ..storage.structures import StructureData, load_structure
-from ..storage.vectors import VectorIndex
+from ..storage.structures import StructureData
 from ..types import ContextItem, FloatArray, Scored
 from .embed_cache import CachedEmbedder
 from .plan import method_needing
@@ -26,32 +25,24 @@ class LoadedIndex:
 
     def __init__(
         self,
-        root: Path,
+        backend: IndexBackend,
         store: Store,
         manifest: Manifest,
         embedder: Embedder,
         tokenizer: Tokenizer,
         llm_for: Callable[[str], LLM],
     ) -> None:
-        self.root = root
+        self.backend = backend
+        self.root = backend.location
         self.manifest = manifest
-        vdir = root / "vectors"
-        ids: list[str] = []
-        if manifest.vectors:
-            path = vdir / f"{manifest.vectors}.ids.txt"
-            try:
-                ids = [i for i in path.read_text(encoding="utf-8").split("\n") if i]
-            except (OSError, ValueError) as exc:
-                raise DamagedIndexError(
-                    f"cannot read {path} ({exc}); run `paretorag repair --index {root}`"
-                ) from exc
+        ids = backend.vector_ids(manifest.vectors) if manifest.vectors else []
         self.chunks = store.chunk_table(ids) if ids else ChunkTable.from_chunks([])
-        self.vectors = VectorIndex.load(vdir, manifest.vectors) if ids else None
+        self.vectors = backend.load_vectors(manifest.vectors, "exact") if ids else None
         self.nlp = QuestionNLP()
         if self.vectors is not None and len(self.vectors) != len(ids):
             raise DamagedIndexError(
-                f"{vdir / manifest.vectors}.npy has {len(self.vectors)} rows for {len(ids)} chunk ids; "
-                f"run `paretorag repair --index {root}`"
+                f"{backend.vector_place(manifest.vectors)} has {len(self.vectors)} rows for {len(ids)} "
+                f"chunk ids; run `paretorag repair --index {backend.location}`"
             )
         self._embedder = embedder
         self._cached_embedder = CachedEmbedder(embedder, store)
@@ -110,7 +101,7 @@ class LoadedIndex:
                     f"`paretorag index --index {self.root} --methods {method}` "
                     f"(or RAG.open(..., methods=[{method!r}]).build())"
                 )
-            self._structures[name] = load_structure(self.root / "structures", info["dir"])
+            self._structures[name] = self.backend.load_structure(info["dir"])
         return self._structures[name]
 
     def cached(self, key: str, factory: Callable[[], Any]) -> Any:

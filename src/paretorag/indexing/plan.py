@@ -9,14 +9,14 @@ an interrupted run is resumed by building only the names not on disk yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from ..errors import ConfigError
 from ..graphs.base import Builder, builder_class, get_builder
 from ..retrieval.methods.base import available_methods, get_method
+from ..storage.backend import IndexBackend
 from ..storage.manifest import IndexConfig
 from ..storage.store import ChunkTable
-from ..storage.structures import has_structure, structure_dirname
+from ..storage.structures import structure_dirname
 
 
 def vector_stem(fingerprint: str, titles: bool, ann: str = "exact") -> str:
@@ -106,7 +106,7 @@ def structure_plan(config: IndexConfig, fingerprint: str) -> tuple[dict[str, Bui
 
 def pooled_spans(
     plan: tuple[dict[str, Builder], dict[str, str]],
-    sdir: Path,
+    backend: IndexBackend,
     chunks: ChunkTable,
     texts: list[str],
     pools_tokens: bool,
@@ -118,7 +118,7 @@ def pooled_spans(
     wanted = [
         s
         for name, b in builders.items()
-        if not has_structure(sdir, dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
+        if not backend.has_structure(dirnames[name]) and (s := b.chunk_spans(chunks, texts)) is not None
     ]
     # on a Ray cluster the same pass runs as the cluster's tasks (embed_spans_task)
     if not wanted or not pools_tokens:

@@ -10,28 +10,23 @@ be read, from ``manifest.json.bak`` or, failing that, the default configuration.
 
 from __future__ import annotations
 
-import json
-import shutil
-import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path
-
-import numpy as np
 
 from ..errors import DamagedIndexError, IndexFormatError
-from ..storage.manifest import BACKUP, FILENAME, IndexConfig, Manifest
+from ..storage.backend import IndexBackend
+from ..storage.manifest import BACKUP, IndexConfig, Manifest
 from ..storage.store import Store
-from ..storage.structures import has_structure
 from .commit import CONFIG_KEY
-from .plan import vector_files
 
 
 @dataclass
 class Problem:
-    """One thing wrong with an index, and the files to remove so that a commit rebuilds them."""
+    """One thing wrong with an index, and the objects to discard so that a commit rebuilds
+    them (``vectors/STEM``, ``structures/DIR``: :meth:`IndexBackend.discard`)."""
 
     message: str
-    remove: list[Path] = field(default_factory=list)
+    remove: list[str] = field(default_factory=list)
+    fatal: bool = False  # the database itself: nothing to rebuild it from
 
     def __str__(self) -> str:
         return self.message
@@ -49,16 +44,17 @@ class RepairReport:
     commit and its garbage collection leaves them), deleted."""
 
 
-def recover_manifest(root: Path, store: Store | None = None) -> tuple[Manifest, str]:
-    """A manifest to replace an unreadable ``manifest.json``, and a note saying where it came
-    from: ``manifest.json.bak``, else the configuration the last commit kept in SQLite, else
-    the default configuration. Vectors and structures are then rebuilt by a commit."""
+def recover_manifest(backend: IndexBackend, store: Store | None = None) -> tuple[Manifest, str]:
+    """A manifest to replace an unreadable one, and a note saying where it came from: the
+    backup copy, else the configuration the last commit kept in the store, else the default
+    configuration. Vectors and structures are then rebuilt by a commit."""
+    where = backend.location
     try:
-        backup = Manifest.load(root, BACKUP)
+        backup = backend.load_manifest(backup=True)
     except IndexFormatError:
         backup = None
     if backup is not None:
-        return backup, f"{root / FILENAME} was damaged; recovered it from {BACKUP}"
+        return backup, f"the manifest of {where} was damaged; recovered it from its backup copy ({BACKUP})"
     try:
         kept = store.get_kv(CONFIG_KEY) if store is not None else None
     except IndexFormatError:
@@ -67,33 +63,36 @@ def recover_manifest(root: Path, store: Store | None = None) -> tuple[Manifest, 
         m = Manifest(IndexConfig.from_json(kept["config"]), models=dict(kept.get("models") or {}))
         return (
             m,
-            f"{root / FILENAME} was damaged; recovered its configuration from {store.path if store else ''}",
+            f"the manifest of {where} was damaged; recovered its configuration from "
+            f"{store.location if store else ''}",
         )
     return Manifest(IndexConfig()), (
-        f"{root / FILENAME} was damaged and has no readable {BACKUP}; rebuilt it with the default "
+        f"the manifest of {where} was damaged and has no readable backup; rebuilt it with the default "
         "configuration (methods: vanilla, embedder: minilm, chunks 1200/100): pass --methods, "
         "--embedder, --set again if the index used others"
     )
 
 
-def _check_vectors(root: Path, m: Manifest, store: Store | None, deep: bool) -> list[Problem]:
-    vdir = root / "vectors"
-    paths = [vdir / f for f in vector_files(m.vectors)]
-    missing = [p for p in paths if not p.is_file()]
+def _check_vectors(backend: IndexBackend, m: Manifest, store: Store | None, deep: bool) -> list[Problem]:
+    stem = m.vectors
+    discard = [f"vectors/{stem}"]
+    missing = backend.missing_vectors(stem)
     if missing:
-        return [Problem(f"missing {', '.join(str(p) for p in missing)}", paths)]
+        return [Problem(f"missing {', '.join(missing)}", discard)]
     if not deep:
         return []
     try:
-        ids = [i for i in paths[2].read_text(encoding="utf-8").split("\n") if i]
-        matrix = np.load(paths[0], allow_pickle=False, mmap_mode="r")
-        rows = int(matrix.shape[0])
-    except (OSError, ValueError) as exc:
-        return [Problem(f"cannot read the vectors of {m.vectors} ({exc})", paths)]
+        ids = backend.vector_ids(stem)
+        rows = backend.vector_rows(stem)
+    except DamagedIndexError as exc:
+        return [Problem(f"cannot read the vectors of {stem} ({exc})", discard)]
     n = int(m.counts.get("chunks", len(ids)))
     if not rows == len(ids) == n:
         return [
-            Problem(f"{paths[0]} has {rows} rows, {paths[2]} {len(ids)} ids, the manifest {n} chunks", paths)
+            Problem(
+                f"{backend.vector_place(stem)} has {rows} rows for {len(ids)} ids, the manifest {n} chunks",
+                discard,
+            )
         ]
     if store is not None:
         try:
@@ -103,40 +102,34 @@ def _check_vectors(root: Path, m: Manifest, store: Store | None, deep: bool) -> 
     return []
 
 
-def _check_structure(root: Path, name: str, dirname: str, deep: bool) -> list[Problem]:
-    path = root / "structures" / dirname
-    if not has_structure(root / "structures", dirname):
-        return [Problem(f"structure {name}: {path} is missing or incomplete", [path])]
+def _check_structure(backend: IndexBackend, name: str, dirname: str, deep: bool) -> list[Problem]:
+    place = backend.structure_place(dirname)
+    if not backend.has_structure(dirname):
+        return [Problem(f"structure {name}: {place} is missing or incomplete", [f"structures/{dirname}"])]
     if not deep:
         return []
     try:
-        with np.load(path / "arrays.npz", allow_pickle=False) as z:
-            for key in z.files:
-                z[key]
-        json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        return [Problem(f"structure {name}: cannot read {path} ({exc})", [path])]
+        backend.load_structure(dirname)
+    except DamagedIndexError as exc:
+        return [Problem(f"structure {name}: cannot read {place} ({exc})", [f"structures/{dirname}"])]
     return []
 
 
-def check(root: Path, manifest: Manifest, store: Store | None = None, *, deep: bool = True) -> list[Problem]:
-    """What is wrong with a committed index: files the manifest names that are missing or do
-    not match its counts, and (``deep``) unreadable files and SQLite's integrity check."""
+def check(
+    backend: IndexBackend, manifest: Manifest, store: Store | None = None, *, deep: bool = True
+) -> list[Problem]:
+    """What is wrong with a committed index: objects the manifest names that are missing or do
+    not match its counts, and (``deep``) unreadable ones and the database's integrity check."""
     problems: list[Problem] = []
     if manifest.vectors:
-        problems += _check_vectors(root, manifest, store, deep)
+        problems += _check_vectors(backend, manifest, store, deep)
     for name, info in manifest.structures.items():
-        problems += _check_structure(root, name, str(info.get("dir", "")), deep)
+        problems += _check_structure(backend, name, str(info.get("dir", "")), deep)
     if deep and store is not None:
-        problems += [Problem(msg) for msg in store.integrity()]
+        problems += [Problem(msg, fatal=True) for msg in store.integrity()]
     return problems
 
 
-def remove(problems: list[Problem]) -> None:
-    """Remove the damaged files, so that the next commit writes them again."""
-    for p in problems:
-        for path in p.remove:
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+def remove(backend: IndexBackend, problems: list[Problem]) -> None:
+    """Discard the damaged objects, so that the next commit writes them again."""
+    backend.discard(name for p in problems for name in p.remove)

@@ -35,7 +35,7 @@ class OpenSettings:
     ann: str | None = None
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def apply(self, root: Path, manifest: Manifest) -> None:
+    def apply(self, root: Path | str, manifest: Manifest) -> None:
         """Validate and merge into ``manifest.config``; settings fixed by stored documents raise."""
         cfg = manifest.config
         has_docs = bool(manifest.counts.get("documents"))
@@ -91,7 +91,7 @@ class OpenSettings:
         cfg.validate()
 
 
-def _check_configured(root: Path, methods: Sequence[str]) -> None:
+def _check_configured(root: Path | str, methods: Sequence[str]) -> None:
     """Every method the index is configured for must be registered: its structures are
     planned from the method's requirements (an index written by another version, or with
     a preset since removed, names one this version does not know)."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cancel import CancellableLLM, pause_point
@@ -33,9 +32,10 @@ from ..progress import NullProgress, Progress
 from ..providers.base import LLM, Embedder, Tokenizer
 from ..providers.counting import ModelCalls, counting
 from ..providers.wrappers import CachedLLM, CountingLLM
+from ..storage.backend import IndexBackend
 from ..storage.manifest import Manifest
 from ..storage.store import ChunkTable, Store
-from ..storage.structures import StructureData, has_structure, load_structure
+from ..storage.structures import StructureData
 from ..storage.vectors import resolve_ann
 from ..types import Document, Usage
 from .build import (
@@ -58,7 +58,7 @@ class IndexWriter:
 
     def __init__(
         self,
-        root: Path,
+        backend: IndexBackend,
         store: Store,
         manifest: Manifest,
         embedder: Embedder,
@@ -68,7 +68,7 @@ class IndexWriter:
         progress: Progress | None = None,
         cluster: RayCluster | None = None,
     ) -> None:
-        self.root = root
+        self.backend = backend
         self.store = store
         self.manifest = manifest
         self.cancel = threading.Event()  # set on Ctrl-C: builder threads stop at their next step
@@ -118,11 +118,10 @@ class IndexWriter:
         """The committed structure ``name`` an updating builder starts from (None: none,
         unreadable, or named in ``rebuild``)."""
         info = self.manifest.structures.get(name)
-        sdir = self.root / "structures"
-        if name in self.rebuild or not info or not has_structure(sdir, info["dir"]):
+        if name in self.rebuild or not info or not self.backend.has_structure(info["dir"]):
             return None
         try:
-            return load_structure(sdir, info["dir"])
+            return self.backend.load_structure(info["dir"])
         except DamagedIndexError:  # built afresh; `paretorag repair` is not needed for it
             return None
 
@@ -171,8 +170,7 @@ class IndexWriter:
         before = self.embedder.computed
         titles = m.config.embed_titles
         texts = chunks.embedded_texts(titles)
-        sdir = self.root / "structures"
-        spans = pooled_spans(structure_plan(m.config, fp), sdir, chunks, texts, self.embedder.pools_tokens)
+        spans = pooled_spans(structure_plan(m.config, fp), self.backend, chunks, texts, self.embedder.pools_tokens)
         pause_point("before-embedding")
         with counting(self.calls, "vectors"):
             if spans is None:
@@ -183,12 +181,12 @@ class IndexWriter:
             self.timings["embed"] = time.perf_counter() - t0
         ann = resolve_ann(m.config.ann, len(chunks))
         stem = vector_stem(fp, titles, ann)
-        seconds = write_vectors(self.root / "vectors", m.vectors, stem, vectors, ann, chunks.ids)
+        seconds = write_vectors(self.backend, m.vectors, stem, vectors, ann, chunks.ids)
         if seconds is not None:
             self.timings["vectors"] = seconds
         structures = build_structures(
             structure_plan(m.config, fp),
-            sdir,
+            self.backend,
             m.structures,
             self._builder_context(chunks),
             calls=self.calls,
@@ -197,7 +195,7 @@ class IndexWriter:
             rebuild=self.rebuild,
         )
         commit_manifest(
-            self.root,
+            self.backend,
             m,
             self.store,
             fingerprint=fp,

@@ -45,7 +45,7 @@ def insert_work(
             ids = [d.doc_id for d in docs]
             # the job's documents already committed when it first ran: "unchanged" even
             # when a re-run after a crash finds all of them committed
-            table.set_baseline(job_id, sorted(set(ids) & committed_doc_ids(rag.root, rag.manifest)))
+            table.set_baseline(job_id, sorted(set(ids) & committed_doc_ids(rag.backend, rag.manifest)))
             record = table.get(job_id) if resumed else None
             report = rag.insert(docs, progress=progress)
             report.problems = [*problems, *report.problems]

@@ -26,11 +26,14 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import DamagedIndexError
 from ..types import Document
 from .manifest import Manifest
+
+if TYPE_CHECKING:
+    from .backend import IndexBackend
 from .store import Store
 
 DEFAULT_RETENTION_S = 7 * 24 * 3600  # finished job records are kept a week
@@ -287,22 +290,21 @@ def describe_origins(origins: list[dict[str, Any]]) -> str:
     return ", and ".join(parts) if parts else "an interrupted write (not recorded: an older paretorag?)"
 
 
-def committed_doc_ids(root: Path, manifest: Manifest) -> set[str]:
+def committed_doc_ids(backend: IndexBackend, manifest: Manifest) -> set[str]:
     """Documents of the committed chunk set (chunk ids are ``<doc id>#<n>``)."""
     if not manifest.vectors:
         return set()
-    path = root / "vectors" / f"{manifest.vectors}.ids.txt"
     try:
-        ids = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, ValueError):
+        ids = backend.vector_ids(manifest.vectors)
+    except DamagedIndexError:
         return set()
     return {i.partition("#")[0] for i in ids if i}
 
 
-def pending_work(root: Path, store: Store, manifest: Manifest) -> dict[str, Any]:
+def pending_work(backend: IndexBackend, store: Store, manifest: Manifest) -> dict[str, Any]:
     """What is stored but not committed: documents, deletes, who left them, and server jobs
     accepted but not finished (their documents may not be stored yet)."""
-    committed = committed_doc_ids(root, manifest)
+    committed = committed_doc_ids(backend, manifest)
     docs = [
         {"doc_id": d["doc_id"], "title": d["title"], "source": d["source"]}
         for d in store.documents()
