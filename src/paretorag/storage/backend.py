@@ -235,7 +235,9 @@ class FolderBackend:
         return str(self._sdir / dirname)
 
     # -- writers and readers ----------------------------------------------------
-    def writer_lock(self, wait: bool | float = True, on_wait: Callable[[str], None] | None = None) -> WriterLock:
+    def writer_lock(
+        self, wait: bool | float = True, on_wait: Callable[[str], None] | None = None
+    ) -> WriterLock:
         return WriterLock(self.root, wait=wait, on_wait=on_wait)
 
     def reader_lease(self) -> ReaderLease:

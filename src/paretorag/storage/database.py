@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -167,26 +167,16 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, schema: str) -> None:
-        psycopg = psycopg_module()
-        self.url = url
-        self.location = redact(url)
+    def __init__(self, conn: Any, location: str, setup: Callable[[Any], None] | None = None) -> None:
+        """``conn``: an open autocommit psycopg connection (its search path set); ``setup``
+        creates or migrates the tables on it first."""
+        self._psycopg = psycopg_module()
+        self.location = location
         self.lock = threading.RLock()
-        self._psycopg = psycopg
-        try:
-            self._conn = psycopg.connect(url, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise StorageError(
-                f"cannot connect to {self.location} ({str(exc).strip().splitlines()[0]}); start the "
-                "PostgreSQL server or fix the --index URL (postgresql://USER:PASSWORD@HOST:PORT/DB)"
-            ) from exc
-        if schema:
-            with self.errors(), self._conn.transaction():
-                # one schema change at a time across processes (CREATE ... IF NOT EXISTS races)
-                self._conn.execute("SELECT pg_advisory_xact_lock(7305142963)")
-                for stmt in (s.strip() for s in schema.split(";")):
-                    if stmt:
-                        self._conn.execute(stmt)
+        self._conn = conn
+        if setup is not None:
+            with self.errors():
+                setup(conn)
 
     @property
     def connection(self) -> Any:
@@ -220,7 +210,12 @@ class PostgresDatabase:
             ) from exc
 
     def has_table(self, name: str) -> bool:
-        return bool(self.read("SELECT 1 FROM information_schema.tables WHERE table_name=?", (name,)))
+        return bool(
+            self.read(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema=current_schema() AND table_name=?",
+                (name,),
+            )
+        )
 
     def integrity(self) -> list[str]:
         return []  # the server keeps its own files consistent (WAL, checksums where enabled)

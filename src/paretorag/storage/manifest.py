@@ -105,17 +105,22 @@ class Manifest:
             raise DamagedIndexError(
                 f"{path} is damaged ({exc}); run `paretorag repair --index {directory}`"
             ) from exc
+        return cls.from_json(data, str(directory), str(path))
+
+    @classmethod
+    def from_json(cls, data: Any, index: str, where: str = "") -> Manifest:
+        """The manifest of ``data`` (read from ``where`` in the index ``index``); a damaged
+        or newer one raises."""
+        where = where or f"the manifest of {index}"
         if not isinstance(data, dict):
-            raise DamagedIndexError(f"{path} is damaged; run `paretorag repair --index {directory}`")
+            raise DamagedIndexError(f"{where} is damaged; run `paretorag repair --index {index}`")
         version = data.get("format_version")
         if not isinstance(version, int):
-            raise DamagedIndexError(
-                f"{path} has no format_version; run `paretorag repair --index {directory}`"
-            )
+            raise DamagedIndexError(f"{where} has no format_version; run `paretorag repair --index {index}`")
         if version > FORMAT_VERSION:
             raise IndexFormatError(
-                f"{directory} was written by a newer paretorag (index format {version}, this version reads "
-                f"<= {FORMAT_VERSION}); upgrade paretorag (pip install -U paretorag) or use another --index directory"
+                f"{index} was written by a newer paretorag (index format {version}, this version reads "
+                f"<= {FORMAT_VERSION}); upgrade paretorag (pip install -U paretorag) or use another --index"
             )
         return cls(
             config=IndexConfig.from_json(data.get("config", {})),
