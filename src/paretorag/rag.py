@@ -163,7 +163,9 @@ class RAG(IndexSession):
         if manifest is None:
             if not create:
                 raise IndexFormatError(
-                    not_an_index(root) if isinstance(root, Path) else f"{root} holds no paretorag index; "
+                    not_an_index(root)
+                    if isinstance(root, Path)
+                    else f"{root} holds no paretorag index; "
                     f"build one with `paretorag index FILES --index {root}` first"
                 )
             if isinstance(root, Path) and root.exists() and any(root.iterdir()) and not backend.exists():

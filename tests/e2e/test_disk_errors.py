@@ -88,8 +88,8 @@ def test_a_failed_write_names_cause_and_fix_and_commits_nothing(
 
 def test_sqlite_disk_full_is_one_line(ix, tmp_path):
     rag = _open(ix)
-    pages = rag.store._conn.execute("PRAGMA page_count").fetchone()[0]
-    rag.store._conn.execute(f"PRAGMA max_page_count={pages}")  # what a full disk looks like to SQLite
+    pages = rag.store.db.read("PRAGMA page_count")[0][0]
+    rag.store.db.read(f"PRAGMA max_page_count={pages}")  # what a full disk looks like to SQLite
     big = tmp_path / "big.txt"
     big.write_text(" ".join(f"word{i}" for i in range(50_000)))
     with pytest.raises(StorageError, match=r"database or disk is full.*free some space"):

@@ -21,6 +21,7 @@ from .common import (
     _said,
     _text,
     err,
+    index_location,
     out,
 )
 
@@ -125,7 +126,8 @@ def query(
         None,
         "--index",
         "-i",
-        help="An existing index directory (see `paretorag index`; default: index.path of paretorag.toml).",
+        parser=index_location,
+        help="An existing index directory or postgresql:// URL (see `paretorag index`; default: index.path of paretorag.toml).",
     ),
     method: str | None = MethodOpt,
     k: int | None = KOpt,
@@ -168,7 +170,7 @@ def query(
                 raise ConfigError("query needs --index DIR (or --server URL of a running `paretorag serve`)")
             from .warmup import start
 
-            start(Path(index_dir), reader=reader, llm=llm, answer=not context_only)  # models load meanwhile
+            start(index_dir, reader=reader, llm=llm, answer=not context_only)  # models load meanwhile
             from ..answering.llms import make_llm
             from ..rag import RAG
 

@@ -35,6 +35,8 @@ def _configured(key: str, required: bool = False) -> Any:
         from ..config import KEYS, active
 
         s = active().settings[key]  # loaded (and checked) by the callback
+        if key == "index.path" and s.value is None:
+            s = active().settings["index.url"]  # [index] url = "postgresql://..."
         if s.value is None and required:
             raise typer.BadParameter(
                 f"missing: pass {KEYS[key].flag} DIR, or set index.path in paretorag.toml "
@@ -43,10 +45,31 @@ def _configured(key: str, required: bool = False) -> Any:
         if s.source == "default":
             return None
         return (
-            Path(s.value) if key == "index.path" else ",".join(s.value) if key == "index.methods" else s.value
+            index_location(s.value)
+            if key == "index.path"
+            else ",".join(s.value)
+            if key == "index.methods"
+            else s.value
         )
 
     return default
+
+
+def index_location(value: str | Path) -> Path:
+    """``--index``: a folder, or a ``postgresql://`` URL kept as written (a Path would fold its
+    ``//``). Typed Path for the commands; a URL is a :class:`str` subclass that only
+    :func:`paretorag.storage.backend.open_backend` and messages use."""
+    from ..storage.backend import is_url
+
+    text = str(value)
+    return IndexURL(text) if is_url(text) else Path(text)  # type: ignore[return-value]
+
+
+class IndexURL(str):
+    """A ``postgresql://`` index named on the command line."""
+
+    def exists(self) -> bool:
+        return True
 
 
 NewIndexOpt = typer.Option(
@@ -54,16 +77,18 @@ NewIndexOpt = typer.Option(
     "--index",
     "-i",
     default_factory=_configured("index.path", required=True),
+    parser=index_location,
     show_default=False,
-    help="Index directory (created if missing; default: index.path of paretorag.toml, $PARETORAG_INDEX).",
+    help="Index directory or postgresql:// URL (created if missing; default: index.path of paretorag.toml, $PARETORAG_INDEX).",
 )
 IndexOpt = typer.Option(
     ...,
     "--index",
     "-i",
     default_factory=_configured("index.path", required=True),
+    parser=index_location,
     show_default=False,
-    help="An existing index directory (see `paretorag index`; default: index.path of paretorag.toml, "
+    help="An existing index directory or postgresql:// URL (see `paretorag index`; default: index.path of paretorag.toml, "
     "$PARETORAG_INDEX).",
 )
 
@@ -135,10 +160,10 @@ def _interrupted(rag: RAG | None, index_dir: Path, what: str = "") -> NoReturn:
     if rag is None or not index_dir.exists():
         err.print(f"{stopped}: nothing was stored")
     else:
-        from ..storage.store import Store
+        from ..storage.backend import open_backend
 
         try:
-            store = Store(index_dir)  # the RAG's own connection is closed by now
+            store = open_backend(index_dir).open_store()  # the RAG's own connection is closed by now
             stored = store.counts()["documents"]
             store.close()
             committed = rag.manifest.counts.get("documents", 0)

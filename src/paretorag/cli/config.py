@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ..config import KEYS, Config, Setting, selected_path
 from ..errors import ConfigError
+from .common import index_location
 
 config_app = typer.Typer(
     no_args_is_help=True,
@@ -32,7 +33,9 @@ def _shown(value: Any) -> str:
 
 @config_app.command("show")
 def show(
-    index_dir: Path | None = typer.Option(None, "--index", "-i", help="As the commands' --index."),
+    index_dir: Path | None = typer.Option(
+        None, "--index", "-i", parser=index_location, help="As the commands' --index."
+    ),
     method: str | None = typer.Option(None, "--method", help="As query's --method."),
     methods: str | None = typer.Option(None, "--methods", help="As index's --methods."),
     k: int | None = typer.Option(None, "-k", "--top-k", help="As query's -k."),

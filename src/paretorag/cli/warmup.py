@@ -32,7 +32,12 @@ def plan(index_dir: Path, *, reader: str | None, llm: str | None, answer: bool) 
     (None: another embedder, nothing local to start) and whether the span reader will read
     (``reader``, ``llm``: the query's options; ``answer``: not ``--context-only``)."""
     try:
-        manifest = Manifest.load(index_dir)
+        if isinstance(index_dir, str):  # a postgresql:// URL
+            from ..storage.backend import open_backend
+
+            manifest = open_backend(index_dir).load_manifest()
+        else:  # the manifest alone: the models start before the rest imports
+            manifest = Manifest.load(index_dir)
     except ParetoragError:
         return None, False  # the query reports it
     if manifest is None:

@@ -170,7 +170,9 @@ class IndexWriter:
         before = self.embedder.computed
         titles = m.config.embed_titles
         texts = chunks.embedded_texts(titles)
-        spans = pooled_spans(structure_plan(m.config, fp), self.backend, chunks, texts, self.embedder.pools_tokens)
+        spans = pooled_spans(
+            structure_plan(m.config, fp), self.backend, chunks, texts, self.embedder.pools_tokens
+        )
         pause_point("before-embedding")
         with counting(self.calls, "vectors"):
             if spans is None:

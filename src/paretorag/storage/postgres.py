@@ -300,7 +300,7 @@ class PostgresBackend:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"paretorag-schema:{t.schema}"),))
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
             found = conn.execute(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema=%s AND table_name='paretorag_meta'",
                 (t.schema,),
@@ -357,9 +357,13 @@ class PostgresBackend:
 
     def save_manifest(self, m: Manifest) -> None:
         """The commit point: the manifest and its backup copy in one transaction."""
+        from ..cancel import pause_point
+
         body = json.dumps(m.to_json(), sort_keys=True)
         with self.db.transaction() as c:
             for name in (MAIN, BACKUP):
+                if name == BACKUP:
+                    pause_point("mid-commit")  # the new manifest row written, not committed
                 c.execute(
                     "INSERT INTO manifests(name,generation,body) VALUES (?,?,?) ON CONFLICT (name) DO "
                     "UPDATE SET generation=excluded.generation, body=excluded.body",
