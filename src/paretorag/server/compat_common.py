@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import Request
@@ -134,7 +135,7 @@ class Chat:
         self.service = service
         self.ring = ring
         self.metrics = metrics
-        self.index_name = service.root.name or "index"
+        self.index_name = (service.root.name if isinstance(service.root, Path) else "") or "index"
 
     def authorize(self, request: Request, ollama: bool) -> None:
         if not self.ring:
@@ -168,6 +169,8 @@ class Chat:
         ]
 
     def created(self) -> int:
+        if not isinstance(self.service.root, Path):
+            return 0  # a database index: no file to date it by
         try:
             return int((self.service.root / FILENAME).stat().st_mtime)
         except OSError:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import PlainTextResponse, Response
 
-from ..storage.manifest import Manifest
 from .schemas import ERRORS
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
     async def healthz() -> dict[str, Any]:
         """Liveness and the committed generation (no key needed). Answered on the event loop
         (a small file read), so it stays quick when every worker thread is busy."""
-        m = Manifest.load(service.root)
+        m = service.backend.load_manifest()
         return {
             "status": "ok",
             "generation": m.generation if m else None,
@@ -71,7 +70,7 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
     @router.get("/metrics", tags=["service"], response_class=PlainTextResponse, responses=ERRORS)
     def prometheus(_: str = Depends(can_read)) -> Response:
         """Prometheus text format: requests, query latency per method, LLM calls and tokens, jobs."""
-        m = Manifest.load(service.root)
+        m = service.backend.load_manifest()
         gauges = {
             "paretorag_index_generation": float(m.generation if m else 0),
             "paretorag_index_documents": float(m.counts.get("documents", 0) if m else 0),

@@ -28,9 +28,9 @@ from ..errors import ConfigError, IndexFormatError
 from ..providers.base import LLM, Embedder
 from ..providers.embedder_spec import make_embedder
 from ..rag import RAG
+from ..storage.backend import FolderBackend, open_backend
 from ..storage.jobs import DEFAULT_RETENTION_S, UPLOADS, JobTable
-from ..storage.manifest import FILENAME, Manifest
-from ..storage.store import Store
+from ..storage.manifest import FILENAME
 from ..types import MAX_K, Answer, Document
 from .errors import APIError, ServerStopping
 from .jobs import Job, Writer, new_job_id
@@ -130,6 +130,18 @@ class ReaderPool:
             self._rag = None
 
 
+def upload_spool(url: str) -> Path:
+    """Where a server on a ``postgresql://`` index keeps uploaded files until their job ends:
+    a folder of this host's cache, one per index. A server restarted on this host resumes
+    them; a server on another host cannot (the job fails there, saying to upload again)."""
+    import hashlib
+
+    from ..providers.onnx_embedder import cache_root
+    from ..storage.database import redact
+
+    return cache_root() / "uploads" / hashlib.sha256(redact(url).encode()).hexdigest()[:16]
+
+
 class Service:
     """One index served: readers, the writer and the limits.
 
@@ -164,18 +176,24 @@ class Service:
         on_job_finish: Callable[[Job], None] | None = None,
         job_retention_s: float = DEFAULT_RETENTION_S,
     ) -> None:
-        self.root = Path(index)
+        self.backend = open_backend(index)
+        folder = isinstance(self.backend, FolderBackend)
+        # the index as messages name it; a postgresql:// index keeps its URL (a Path folds the //)
+        self.root: Path | str = self.backend.root if isinstance(self.backend, FolderBackend) else str(index)
+        # where uploads wait for their job: in the index folder, or for a database on this host
+        self.spool = self.backend.root if isinstance(self.backend, FolderBackend) else upload_spool(str(index))
         self.limits = limits or Limits()
-        if not (self.root / FILENAME).exists():
+        if not self.backend.exists() or (folder and not (self.spool / FILENAME).exists()):
             if not create:
                 raise IndexFormatError(
-                    f"{self.root} is not a paretorag index (no {FILENAME}); build one with "
-                    f"`paretorag index PATH... --index {self.root}`, or pass --create to start an empty one"
+                    f"{self.backend.location} is not a paretorag index (no manifest); build one with "
+                    f"`paretorag index PATH... --index {self.backend.location}`, or pass --create to start "
+                    "an empty one"
                 )
             RAG.open(self.root, embedder=embedder).close()
-        manifest = Manifest.load(self.root)
+        manifest = self.backend.load_manifest()
         if manifest is None:  # removed between the check and the load
-            raise IndexFormatError(f"{self.root} has no {FILENAME}; run `paretorag index` first")
+            raise IndexFormatError(f"{self.backend.location} has no manifest; run `paretorag index` first")
         config = manifest.config
         self._embedder: Embedder = embedder if embedder is not None else make_embedder(config.embedder)
         self._llm: LLM = llm if llm is not None and not isinstance(llm, str) else make_llm(llm or config.llm)
@@ -185,13 +203,14 @@ class Service:
             raise ConfigError(f"job retention must be positive, got {job_retention_s:g} s; e.g. 7 days")
         self.job_retention_s = job_retention_s
         self.pool = ReaderPool(self._open_reader, readers, reader_wait_s)
-        self._jobs_store = Store(self.root)  # the jobs table's own connection (request threads write it)
+        # the jobs table's own connection (request threads write it)
+        self._jobs_store = self.backend.open_store()
         self.jobs = JobTable(self._jobs_store)
         self.jobs.prune(job_retention_s)  # finished jobs past their retention
         self.writer = Writer(
             self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
         )
-        self.resumed: list[str] = resume(self.root, self.jobs, self.writer)
+        self.resumed: list[str] = resume(self.spool, self.jobs, self.writer)
         self._streams: set[AnswerStream] = set()
         self._streams_lock = threading.Lock()
 
@@ -247,14 +266,14 @@ class Service:
     def upload_folder(self, job_id: str) -> Path:
         """Where the files of upload ``job_id`` are saved until its job ends (in the index
         directory, so that a restarted server finds them)."""
-        folder = self.root / UPLOADS / job_id
+        folder = self.spool / UPLOADS / job_id
         folder.mkdir(parents=True)
         return folder
 
     def insert_files(self, job_id: str, folder: Path, names: dict[str, str], detail: dict[str, Any]) -> Job:
         """Insert uploaded files saved under ``folder`` (removed when the job ends); ``names``
         maps the saved paths to the uploaded file names, which the documents' sources then show."""
-        rel = {str(Path(p).relative_to(self.root)): n for p, n in names.items()}
+        rel = {str(Path(p).relative_to(self.spool)): n for p, n in names.items()}
         work = files_work(self.jobs, job_id, folder, names, resumed=False)
         return self.writer.submit(
             "insert",
