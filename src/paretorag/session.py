@@ -510,3 +510,4 @@ class IndexSession:
     def close(self) -> None:
         self._drop_view()
         self.store.close()
+        self.backend.close()

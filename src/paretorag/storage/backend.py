@@ -117,6 +117,10 @@ class IndexBackend(Protocol):
 
     def size_bytes(self) -> dict[str, int]: ...
 
+    def close(self) -> None:
+        """Release connections held for this index (readers' leases end first)."""
+        ...
+
 
 def is_url(index: str | Path) -> bool:
     return isinstance(index, str) and index.startswith(URL_SCHEMES)
@@ -257,6 +261,9 @@ class FolderBackend:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def close(self) -> None:
+        """Nothing held: files are opened per read."""
 
     def size_bytes(self) -> dict[str, int]:
         sizes: dict[str, int] = {}

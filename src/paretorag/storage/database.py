@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -152,6 +152,10 @@ class _PgTransaction:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
+    def copy(self, sql: str) -> Any:
+        """psycopg's ``COPY ... FROM STDIN`` writer, inside this transaction."""
+        return self._conn.cursor().copy(sql)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._conn.execute(pg_sql(sql), tuple(params))
 
@@ -162,34 +166,26 @@ class _PgTransaction:
 
 
 class PostgresDatabase:
-    """One psycopg 3 connection to the index's PostgreSQL database (autocommit reads;
-    each write one transaction)."""
+    """The index's PostgreSQL database through a psycopg 3 connection pool (shared by every
+    store of the process on the same database and schema): each read takes a pooled
+    connection (autocommit), each write one connection for one transaction."""
 
     dialect = "postgresql"
 
-    def __init__(self, conn: Any, location: str, setup: Callable[[Any], None] | None = None) -> None:
-        """``conn``: an open autocommit psycopg connection (its search path set); ``setup``
-        creates or migrates the tables on it first."""
+    def __init__(self, pool: Any, location: str) -> None:
         self._psycopg = psycopg_module()
         self.location = location
-        self.lock = threading.RLock()
-        self._conn = conn
-        if setup is not None:
-            with self.errors():
-                setup(conn)
-
-    @property
-    def connection(self) -> Any:
-        return self._conn
+        self.lock = threading.RLock()  # callers group reads under it; the pool serves threads alike
+        self.pool = pool
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.lock, self.errors():
-            return [tuple(r) for r in self._conn.execute(pg_sql(sql), tuple(params)).fetchall()]
+        with self.errors(), self.pool.connection() as conn:
+            return [tuple(r) for r in conn.execute(pg_sql(sql), tuple(params)).fetchall()]
 
     @contextmanager
     def transaction(self) -> Iterator[_PgTransaction]:
-        with self.lock, self.errors(), self._conn.transaction():
-            yield _PgTransaction(self._conn)
+        with self.lock, self.errors(), self.pool.connection() as conn, conn.transaction():
+            yield _PgTransaction(conn)
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -221,4 +217,4 @@ class PostgresDatabase:
         return []  # the server keeps its own files consistent (WAL, checksums where enabled)
 
     def close(self) -> None:
-        self._conn.close()
+        """Nothing to close: the pool is the process's, closed at exit."""

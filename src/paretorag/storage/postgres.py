@@ -24,6 +24,7 @@ paretorag (:data:`SCHEMA_VERSION`), never by hand:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import io
@@ -31,6 +32,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
@@ -115,6 +117,42 @@ class Target:
             )
         rest = urlencode([(k, v) for k, v in query if k != "schema"])
         return cls(urlunsplit(parts._replace(query=rest)), schema_name.lower(), redact(url))
+
+
+POOL_SIZE = 8  # connections per process, database and schema ($PARETORAG_PG_POOL)
+_POOLS: dict[tuple[str, str], Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _new_pool(t: Target) -> Any:
+    try:
+        from psycopg_pool import ConnectionPool
+    except ImportError as exc:
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            "a postgresql:// index needs psycopg-pool: pip install 'paretorag[postgres]'"
+        ) from exc
+    size = int(os.environ.get("PARETORAG_PG_POOL", POOL_SIZE))
+
+    def configure(conn: Any) -> None:
+        conn.execute(f'SET search_path TO "{t.schema}", public')
+
+    pool = ConnectionPool(
+        t.conninfo,
+        kwargs={"autocommit": True},
+        min_size=1,
+        max_size=max(1, size),
+        configure=configure,
+        open=True,
+        name=f"paretorag:{t.schema}",
+    )
+    atexit.register(pool.close)
+    return pool
+
+
+def _errors(location: str) -> Any:
+    return PostgresDatabase(None, location).errors()
 
 
 def _key(text: str) -> int:
@@ -286,35 +324,60 @@ class PostgresBackend:
     @property
     def db(self) -> PostgresDatabase:
         if self._db is None:
-            self._db = PostgresDatabase(self.connect(), self.location, self._migrate)
+            self._db = PostgresDatabase(self._pool(), self.location)
         return self._db
+
+    def _pool(self) -> Any:
+        """The process's connection pool for this database and schema, made (and the tables
+        created or migrated) by the first backend that asks."""
+        t = self.target
+        with _POOLS_LOCK:
+            pool = _POOLS.get((t.conninfo, t.schema))
+            if pool is None:
+                first = self.connect()  # fails fast, with the fix, where the server is not there
+                try:
+                    with _errors(self.location):
+                        self._migrate(first)
+                finally:
+                    first.close()
+                pool = _POOLS[(t.conninfo, t.schema)] = _new_pool(t)
+        return pool
 
     def lease_connection(self) -> Any:
         if self._lease_conn is None or self._lease_conn.closed:
             self._lease_conn = self.connect()
         return self._lease_conn
 
+    def _schema_version(self, conn: Any) -> int | None:
+        """The schema version of this index's tables (None: no tables yet)."""
+        found = conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema=%s AND table_name='paretorag_meta'",
+            (self.target.schema,),
+        ).fetchone()
+        if not found:
+            return None
+        row = conn.execute("SELECT value FROM paretorag_meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise IndexFormatError(
+                f"{self.location} was written by a newer paretorag (schema {version}, this version "
+                f"reads <= {SCHEMA_VERSION}); upgrade paretorag (pip install -U paretorag)"
+            )
+        return version
+
     def _migrate(self, conn: Any) -> None:
-        """Create or upgrade this schema's tables (one process at a time)."""
+        """Create or upgrade this schema's tables, one process at a time. Tables already at
+        :data:`SCHEMA_VERSION` are only read, so a user without CREATE rights can query."""
+        if self._schema_version(conn) == SCHEMA_VERSION:
+            return
         t = self.target
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(f"paretorag-schema:{t.schema}"),))
+            if self._schema_version(conn) == SCHEMA_VERSION:  # another process got there first
+                return
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
-            found = conn.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema=%s AND table_name='paretorag_meta'",
-                (t.schema,),
-            ).fetchone()
-            if found:
-                row = conn.execute("SELECT value FROM paretorag_meta WHERE key='schema_version'").fetchone()
-                version = int(row[0]) if row else 0
-                if version > SCHEMA_VERSION:
-                    raise IndexFormatError(
-                        f"{self.location} was written by a newer paretorag (schema {version}, this version "
-                        f"reads <= {SCHEMA_VERSION}); upgrade paretorag (pip install -U paretorag)"
-                    )
-                if version == SCHEMA_VERSION:
-                    return
+            # version 1 is the first: every later version adds its ALTERs here, keyed by the old one
             for stmt in (schema("postgresql") + ";" + TABLES).split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
@@ -325,11 +388,11 @@ class PostgresBackend:
             )
 
     def close(self) -> None:
-        for conn in (self._lease_conn, self._db):
-            if conn is not None:
-                with contextlib.suppress(psycopg_module().Error):
-                    conn.close()
-        self._lease_conn = self._db = None
+        """Close this backend's own connection (reader leases); pooled ones return to the pool."""
+        if self._lease_conn is not None:
+            with contextlib.suppress(psycopg_module().Error):
+                self._lease_conn.close()
+        self._lease_conn = None
 
     # -- the index --------------------------------------------------------------
     def exists(self) -> bool:
@@ -339,8 +402,7 @@ class PostgresBackend:
         self.db  # noqa: B018  (connecting creates the tables)
 
     def open_store(self) -> Store:
-        self.db  # noqa: B018  the tables exist before the store's own connection reads them
-        return Store.on(PostgresDatabase(self.connect(), self.location))
+        return Store.on(PostgresDatabase(self._pool(), self.location))
 
     def load_manifest(self, backup: bool = False) -> Manifest | None:
         rows = self.db.read("SELECT body FROM manifests WHERE name=?", (BACKUP if backup else MAIN,))
@@ -391,8 +453,7 @@ class PostgresBackend:
                 "INSERT INTO vector_sets(stem,kind,n,dim,ids,matrix) VALUES (?,?,?,?,?,?)",
                 (stem, kind, len(m), dim, "\n".join(ids), m.astype(np.float32).tobytes()),
             )
-            conn = self.db.connection
-            with conn.cursor().copy("COPY vector_rows (stem, row, embedding) FROM STDIN") as copy:
+            with c.copy("COPY vector_rows (stem, row, embedding) FROM STDIN") as copy:
                 for i, row in enumerate(m):
                     copy.write_row((stem, i, _vector_text(row)))
             if kind == "hnsw" and dim:
