@@ -310,3 +310,58 @@ def test_repair_rebuilds_a_discarded_structure_from_the_store(location, corpora)
         report = rag.repair()
         assert report.rebuilt and rag.check() == []
     _same(_snapshot(location), expected)
+
+
+def test_copy_moves_an_index_to_postgresql_and_back(tmp_path, corpora, pg_url):
+    from typer.testing import CliRunner
+
+    from paretorag.cli import app
+
+    runner = CliRunner()
+    a, b = corpora
+    folder, back = str(tmp_path / "ix"), str(tmp_path / "back")
+    _writes(folder, a, b)  # documents, a replaced version and a delete: every table has rows
+    expected = _snapshot(folder)
+    r = runner.invoke(app, ["copy", "--from", folder, "--to", pg_url])
+    assert r.exit_code == 0 and "checked: no problems" in r.output, r.output
+    r = runner.invoke(app, ["copy", "--from", pg_url, "--to", back])
+    assert r.exit_code == 0 and "13 documents" in r.output, r.output
+    for where in (pg_url, back):
+        _same(_snapshot(where), expected)
+        r = runner.invoke(app, ["inspect", "--index", where, "--check"])
+        assert r.exit_code == 0, r.output
+    with _open(back) as rag:  # the copy is a working index: it takes writes and keeps its caches
+        report = rag.index([a])  # doc003 back to its first text, whose vectors the cache holds
+        assert (report.updated, report.unchanged) == (1, 9)
+        assert rag.manifest.model_calls["vectors"].get("embed_texts", 0) == 0
+    # refused: a destination that holds an index, the same place twice, a source that is none
+    r = runner.invoke(app, ["copy", "--from", folder, "--to", pg_url])
+    assert r.exit_code != 0 and "already holds an index" in r.output, r.output
+    r = runner.invoke(app, ["copy", "--from", folder, "--to", folder])
+    assert r.exit_code != 0 and "the same index" in r.output, r.output
+    r = runner.invoke(app, ["copy", "--from", str(tmp_path / "nothing"), "--to", str(tmp_path / "x")])
+    assert r.exit_code != 0 and "holds no paretorag index" in r.output, r.output
+
+
+def test_a_newer_schema_is_refused(pg_url, corpora):
+    import psycopg
+
+    from paretorag.storage.postgres import Target
+
+    a, _ = corpora
+    with _open(pg_url) as rag:
+        rag.index([a])
+    t = Target.parse(pg_url)
+    with psycopg.connect(t.conninfo, autocommit=True) as conn:
+        conn.execute(f"UPDATE {t.schema}.paretorag_meta SET value='99' WHERE key='schema_version'")
+    code = (
+        "from paretorag import RAG\n"
+        "from paretorag.errors import IndexFormatError\n"
+        "try:\n"
+        f"    RAG.open({pg_url!r}, create=False)\n"
+        "except IndexFormatError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert "newer paretorag (schema 99" in done.stdout, done.stdout + done.stderr

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import ConfigError, ParetoragError
+from ..errors import ConfigError, IndexFormatError, ParetoragError
 from ..progress import RichProgress
 from . import exitcodes
 from .common import (
@@ -24,6 +24,7 @@ from .common import (
     _open,
     _text,
     err,
+    index_location,
     out,
 )
 
@@ -330,3 +331,44 @@ def repair(index_dir: Path = IndexOpt, no_wait: bool = NoWaitOpt) -> None:
         _fail(exc)
     except KeyboardInterrupt:
         _interrupted(rag, index_dir)
+
+
+def copy(
+    source: Path = typer.Option(
+        ..., "--from", parser=index_location, help="The index to copy: a folder or a postgresql:// URL."
+    ),
+    dest: Path = typer.Option(
+        ...,
+        "--to",
+        parser=index_location,
+        help="Where to: a new folder, or a postgresql:// URL whose schema holds no index "
+        "(postgresql://USER@HOST/DB?schema=NAME).",
+    ),
+) -> None:
+    """Copy a committed index to another place or backend (folder <-> PostgreSQL), then check
+    the copy as `inspect --check` does. The server's job records stay behind."""
+    from ..indexing.repair import check
+    from ..storage.backend import open_backend
+    from ..storage.copy import copy_index
+
+    try:
+        src, dst = open_backend(source), open_backend(dest)
+        with _bars() as progress:
+            report = copy_index(src, dst, progress)
+        manifest = dst.load_manifest()
+        store = dst.open_store()
+        try:
+            problems = [str(p) for p in check(dst, manifest, store)] if manifest else ["no manifest"]
+        finally:
+            store.close()
+            src.close()
+            dst.close()
+        if problems:
+            _fail(IndexFormatError(f"the copy in {dst.location} does not check: {'; '.join(problems)}"))
+        out.print(
+            f"copied {report.rows.get('documents', 0)} documents, {report.vectors} chunk vectors and "
+            f"{len(report.structures)} structures (generation {report.generation}) to {_text(dst.location)}; "
+            "checked: no problems"
+        )
+    except ParetoragError as exc:
+        _fail(exc)

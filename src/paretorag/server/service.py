@@ -181,7 +181,9 @@ class Service:
         # the index as messages name it; a postgresql:// index keeps its URL (a Path folds the //)
         self.root: Path | str = self.backend.root if isinstance(self.backend, FolderBackend) else str(index)
         # where uploads wait for their job: in the index folder, or for a database on this host
-        self.spool = self.backend.root if isinstance(self.backend, FolderBackend) else upload_spool(str(index))
+        self.spool = (
+            self.backend.root if isinstance(self.backend, FolderBackend) else upload_spool(str(index))
+        )
         self.limits = limits or Limits()
         if not self.backend.exists() or (folder and not (self.spool / FILENAME).exists()):
             if not create:

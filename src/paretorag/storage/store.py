@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -62,6 +62,17 @@ CREATE TABLE IF NOT EXISTS kv (
     value TEXT NOT NULL
 );
 """
+
+
+# what `paretorag copy` moves, table by table: columns in insert order, and the order rows keep
+# (documents by insertion, as chunk order follows it); the server's jobs stay behind
+COPIED: dict[str, tuple[tuple[str, ...], str]] = {
+    "documents": (("doc_id", "title", "source", "text", "presplit", "n_chars", "deleted", "doc_key"), "seq"),
+    "chunks": (("chunk_id", "doc_id", "ord", "start", '"end"', "n_tokens", "text_hash"), "chunk_id"),
+    "embedding_cache": (("model", "text_hash", "vector"), "model, text_hash"),
+    "llm_cache": (("key", "model", "response"), "key"),
+    "kv": (("key", "value"), "key"),
+}
 
 
 def schema(dialect: str) -> str:
@@ -517,3 +528,28 @@ class Store:
     def delete_kv(self, key: str) -> None:
         with self.transaction() as c:
             c.execute("DELETE FROM kv WHERE key=?", (key,))
+
+    # -- copying an index -------------------------------------------------------
+    def table_batches(self, table: str, size: int = 2000) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of one :data:`COPIED` table, in its order, ``size`` at a time."""
+        cols, order = COPIED[table]
+        offset = 0
+        while True:
+            rows = self.db.read(
+                f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order} LIMIT ? OFFSET ?", (size, offset)
+            )
+            if not rows:
+                return
+            yield [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+            offset += len(rows)
+
+    def put_rows(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert rows read by :meth:`table_batches` (one transaction)."""
+        cols, _ = COPIED[table]
+        with self.transaction() as c:
+            c.executemany(
+                f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows
+            )
+
+    def is_empty(self) -> bool:
+        return not self.db.read("SELECT 1 FROM documents LIMIT 1")
