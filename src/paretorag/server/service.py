@@ -132,14 +132,17 @@ class ReaderPool:
 
 def upload_spool(url: str) -> Path:
     """Where a server on a ``postgresql://`` index keeps uploaded files until their job ends:
-    a folder of this host's cache, one per index. A server restarted on this host resumes
-    them; a server on another host cannot (the job fails there, saying to upload again)."""
+    ``$PARETORAG_UPLOAD_DIR``, else ``uploads/`` of this host's cache, one folder per index. A
+    server restarted on this host resumes them; a server on another host cannot (the job fails
+    there, saying to upload again). JSON records and deletes are stored in the database."""
     import hashlib
+    import os
 
     from ..providers.onnx_embedder import cache_root
     from ..storage.database import redact
 
-    return cache_root() / "uploads" / hashlib.sha256(redact(url).encode()).hexdigest()[:16]
+    base = Path(os.environ.get("PARETORAG_UPLOAD_DIR") or cache_root() / "uploads")
+    return base / hashlib.sha256(redact(url).encode()).hexdigest()[:16]
 
 
 class Service:
