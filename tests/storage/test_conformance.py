@@ -9,6 +9,7 @@ readers keep the generation they loaded until they ask again.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -365,3 +366,32 @@ def test_a_newer_schema_is_refused(pg_url, corpora):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert "newer paretorag (schema 99" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_cli_takes_a_postgresql_url_and_never_prints_its_password(pg_url, corpora, monkeypatch):
+    from typer.testing import CliRunner
+
+    from paretorag.cli import app
+    from paretorag.storage.postgres import Target
+
+    runner = CliRunner()
+    a, _ = corpora
+    r = runner.invoke(
+        app, ["index", str(a), "--index", pg_url, "--embedder", "hash:32", "--methods", "fusion"]
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["query", "topic 3 river", "--index", pg_url, "--context-only", "--json"])
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.output)["contexts"]) == 5
+    r = runner.invoke(app, ["inspect", "--index", pg_url])
+    assert r.exit_code == 0 and "10" in r.output, r.output
+    # [index] url in paretorag.toml names it for every command
+    monkeypatch.setenv("PARETORAG_INDEX_URL", pg_url)
+    r = runner.invoke(app, ["inspect", "--check"])
+    assert r.exit_code == 0, r.output
+    # a wrong password: one line naming the URL without the password, and the fix
+    t = Target.parse(pg_url)
+    bad = "postgresql://nobody:s3cret-pw@/postgres?host=/nonexistent-socket-dir&schema=x"
+    r = runner.invoke(app, ["inspect", "--index", bad])
+    assert r.exit_code != 0 and "cannot connect" in r.output and "s3cret-pw" not in r.output, r.output
+    assert "postgresql://nobody:***@" in r.output and t.schema.startswith("t_")
