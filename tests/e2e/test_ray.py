@@ -18,7 +18,6 @@ from paretorag.cli import optional_ray_address
 from paretorag.errors import ConfigError, ProviderError
 from paretorag.indexing.distributed import RayCluster
 from paretorag.providers.embedders import HashEmbedder
-from paretorag.storage.structures import load_structure
 
 from ..conftest import DATA
 
@@ -49,7 +48,7 @@ def _corpus(root: Path, n: int, long_docs: int = 1) -> list[Path]:
 def _structures(rag: RAG) -> dict[str, dict[str, np.ndarray]]:
     out = {}
     for name, info in rag.manifest.structures.items():
-        data = load_structure(rag.root / "structures", info["dir"])
+        data = rag.backend.load_structure(info["dir"])
         out[name] = {**data.arrays, "dir": np.asarray([info["dir"]])}
     return out
 
@@ -89,12 +88,15 @@ def test_local_cluster_embeds_and_chunks_as_one_process(tmp_path, cluster, minil
     ray.close()
 
 
-def test_local_cluster_builds_the_same_spacy_entity_graph_and_tree(tmp_path, cluster):
+@pytest.mark.parametrize("where", ["folder", "postgres"])
+def test_local_cluster_builds_the_same_spacy_entity_graph_and_tree(tmp_path, cluster, where, request):
+    """Also into PostgreSQL: the driver is the one writer wherever the index is."""
     paths = _corpus(tmp_path / "corpus", 60)
     methods = ["vanilla", "e2graphrag"]  # chunk vectors, summary tree, spaCy entity graph
     one = RAG.open(tmp_path / "one", embedder=HashEmbedder(32), methods=methods, chunk_size=200)
     one.index(paths)
-    ray = RAG.open(tmp_path / "ray", embedder="hash:32", methods=methods, chunk_size=200)
+    target = tmp_path / "ray" if where == "folder" else request.getfixturevalue("pg_url")
+    ray = RAG.open(target, embedder="hash:32", methods=methods, chunk_size=200)
     before = cluster.tasks_run["extract"]
     ray.index(paths, cluster=cluster)
     assert cluster.tasks_run["extract"] > before

@@ -376,15 +376,20 @@ def test_the_cli_takes_a_postgresql_url_and_never_prints_its_password(pg_url, co
 
     runner = CliRunner()
     a, _ = corpora
+    # the test server trusts local connections: a password is sent and ignored
+    pg_url = pg_url.replace("postgresql://postgres:@", "postgresql://postgres:pw-0123456789@")
+    assert "pw-0123456789" in pg_url
     r = runner.invoke(
         app, ["index", str(a), "--index", pg_url, "--embedder", "hash:32", "--methods", "fusion"]
     )
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 0 and "pw-0123456789" not in r.output, r.output
     r = runner.invoke(app, ["query", "topic 3 river", "--index", pg_url, "--context-only", "--json"])
     assert r.exit_code == 0, r.output
     assert len(json.loads(r.output)["contexts"]) == 5
     r = runner.invoke(app, ["inspect", "--index", pg_url])
-    assert r.exit_code == 0 and "10" in r.output, r.output
+    assert r.exit_code == 0 and "10" in r.output and "pw-0123456789" not in r.output, r.output
+    r = runner.invoke(app, ["query", "topic 3 river", "--index", pg_url, "--method", "hipporag2"])
+    assert r.exit_code != 0 and "postgres:***@" in r.output and "pw-0123456789" not in r.output, r.output
     # [index] url in paretorag.toml names it for every command
     monkeypatch.setenv("PARETORAG_INDEX_URL", pg_url)
     r = runner.invoke(app, ["inspect", "--check"])

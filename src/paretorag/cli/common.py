@@ -66,10 +66,16 @@ def index_location(value: str | Path) -> Path:
 
 
 class IndexURL(str):
-    """A ``postgresql://`` index named on the command line."""
+    """A ``postgresql://`` index named on the command line: ``str()`` is the URL to connect
+    with; formatted into a message (``f"{url}"``, :func:`_text`) its password shows as ``***``."""
 
     def exists(self) -> bool:
         return True
+
+    def __format__(self, spec: str) -> str:
+        from ..storage.database import redact
+
+        return format(redact(str(self)), spec)
 
 
 NewIndexOpt = typer.Option(
@@ -95,7 +101,7 @@ IndexOpt = typer.Option(
 
 def _text(value: Any) -> str:
     """User data, escaped for rich (brackets in titles, paths and passages print as written)."""
-    return escape(str(value))
+    return escape(format(value) if isinstance(value, IndexURL) else str(value))
 
 
 NoWaitOpt = typer.Option(
