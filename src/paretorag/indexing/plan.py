@@ -31,11 +31,6 @@ def vector_stem(fingerprint: str, titles: bool, ann: str = "exact") -> str:
     )
 
 
-def vector_files(stem: str) -> tuple[str, str, str]:
-    """The three files of a committed chunk-vector set, under ``vectors/``."""
-    return f"{stem}.npy", f"{stem}.faiss", f"{stem}.ids.txt"
-
-
 def required_structures(methods: Sequence[str]) -> list[str]:
     """Structures needed by the methods, dependencies first (``vectors`` excluded: always built)."""
     order: list[str] = []

@@ -17,11 +17,9 @@ opens a database, reads a vector file or a structure file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -143,9 +141,6 @@ class FolderBackend:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.location = str(self.root)
-
-    def __fspath__(self) -> str:
-        return str(self.root)
 
     def exists(self) -> bool:
         return (self.root / FILENAME).exists() or (self.root / Store.FILENAME).exists()
@@ -275,15 +270,3 @@ class FolderBackend:
             sum(p.stat().st_size for p in self.root.glob(Store.FILENAME + "*")) if db.exists() else 0
         )
         return sizes
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, poll: float = 0.1) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` seconds pass (True if it held)."""
-    end = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= end:
-            return False
-        with contextlib.suppress(InterruptedError):
-            time.sleep(poll)
