@@ -292,9 +292,20 @@ def test_a_killed_readers_lease_does_not_keep_garbage(location, corpora):
         assert not writer.backend.has_vectors(old_stem)
 
 
-def test_an_empty_location_is_not_an_index(location):
+def test_an_empty_location_is_not_an_index_and_asking_creates_nothing(location):
     with pytest.raises(IndexFormatError, match="paretorag index"):
         RAG.open(location, embedder=HashEmbedder(32), create=False)
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        from paretorag.storage.postgres import Target
+
+        t = Target.parse(location)
+        with psycopg.connect(t.conninfo) as conn:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname=%s", (t.schema,)).fetchone()
+        assert found is None
+    else:
+        assert not Path(location).exists()
 
 
 def test_repair_rebuilds_a_discarded_structure_from_the_store(location, corpora):

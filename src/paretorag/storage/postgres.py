@@ -396,7 +396,18 @@ class PostgresBackend:
 
     # -- the index --------------------------------------------------------------
     def exists(self) -> bool:
-        return bool(self.db.read("SELECT 1 FROM manifests WHERE name=?", (MAIN,)))
+        """True if the schema holds an index; asking creates nothing (a mistyped schema stays
+        absent until an index is built there)."""
+        if self._db is not None:
+            return bool(self.db.read("SELECT 1 FROM manifests WHERE name=?", (MAIN,)))
+        conn = self.connect()
+        try:
+            with _errors(self.location):
+                if self._schema_version(conn) is None:
+                    return False
+                return conn.execute("SELECT 1 FROM manifests WHERE name=%s", (MAIN,)).fetchone() is not None
+        finally:
+            conn.close()
 
     def create(self) -> None:
         self.db  # noqa: B018  (connecting creates the tables)
