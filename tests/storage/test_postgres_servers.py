@@ -137,3 +137,40 @@ def test_a_server_killed_mid_job_leaves_it_to_the_next_server(pg_url, tmp_path):
             time.sleep(0.05)
         assert snap["state"] == "done" and snap["resumed"], snap
         assert httpx.get(f"{url}/stats").json()["counts"]["documents"] == len(TOPICS) + 5
+
+
+def test_a_job_run_by_a_live_server_on_another_host_is_left_to_it(pg_url, tmp_path):
+    """Server B starting does not take a job that server A, on another host and alive, owns
+    (A's presence lock in the database says so); once A is gone, the next server resumes it."""
+    from paretorag.ingest.files import make_document
+    from paretorag.server.service import Service
+    from paretorag.storage.jobs import JobTable
+    from paretorag.storage.postgres import PostgresBackend
+
+    _index(pg_url, tmp_path)
+    other = "another-host:4242"
+    a = PostgresBackend(pg_url)
+    a.hold_presence(other)  # server A, on another host, is alive
+    store = a.open_store()
+    doc = make_document(
+        "Ospreys", "Ospreys plunge feet first into lakes to seize trout.", "api", presplit=True
+    )
+    JobTable(store).create("job-a", "insert", {}, {"source": "records", "documents": 1}, [doc])
+    with store.transaction() as c:
+        c.execute("UPDATE jobs SET owner=? WHERE job_id=?", (other, "job-a"))
+    b = Service(pg_url)
+    assert any("run by the server another-host:4242; not resumed here" in line for line in b.resumed), (
+        b.resumed
+    )
+    assert b.jobs.get("job-a").state == "queued"
+    b.close()
+    a.close_presence()  # A dies: the database releases its lock
+    c2 = Service(pg_url)
+    assert any("resuming job job-a" in line for line in c2.resumed), c2.resumed
+    deadline = time.monotonic() + 60
+    while c2.jobs.get("job-a").state not in ("done", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert c2.jobs.get("job-a").state == "done"
+    c2.close()
+    store.close()

@@ -29,7 +29,7 @@ from ..providers.base import LLM, Embedder
 from ..providers.embedder_spec import make_embedder
 from ..rag import RAG
 from ..storage.backend import FolderBackend, open_backend
-from ..storage.jobs import DEFAULT_RETENTION_S, UPLOADS, JobTable
+from ..storage.jobs import DEFAULT_RETENTION_S, UPLOADS, JobTable, server_id
 from ..storage.manifest import FILENAME
 from ..types import MAX_K, Answer, Document
 from .errors import APIError, ServerStopping
@@ -215,7 +215,14 @@ class Service:
         self.writer = Writer(
             self._open_writer, on_finish=on_job_finish, table=self.jobs, retention_s=job_retention_s
         )
-        self.resumed: list[str] = resume(self.spool, self.jobs, self.writer)
+        probe = None
+        if not folder:  # servers on other hosts: each holds a presence lock in the database
+            from ..storage.postgres import PostgresBackend
+
+            assert isinstance(self.backend, PostgresBackend)
+            self.backend.hold_presence(server_id())
+            probe = self.backend.owner_alive
+        self.resumed: list[str] = resume(self.spool, self.jobs, self.writer, probe)
         self._streams: set[AnswerStream] = set()
         self._streams_lock = threading.Lock()
 
@@ -309,6 +316,9 @@ class Service:
         self.pool.close()
         if not self.writer.running:  # a job still running keeps the table's connection
             self._jobs_store.close()
+        close_presence = getattr(self.backend, "close_presence", None)
+        if close_presence is not None and not self.writer.running:
+            close_presence()
 
 
 def records_to_documents(payload: Any) -> list[Document]:

@@ -91,13 +91,17 @@ def delete_work(doc_ids: list[str], *, resumed: bool) -> Work:
     return work
 
 
-def resume(root: Path, table: JobTable, writer: Writer) -> list[str]:
+def resume(
+    root: Path, table: JobTable, writer: Writer, probe: Callable[[str], bool | None] | None = None
+) -> list[str]:
     """Queue the jobs an earlier server accepted and did not finish; fail, with the
-    reason, those whose input is gone. Returns one line per job, for the log."""
+    reason, those whose input is gone. Returns one line per job, for the log. ``probe``
+    says whether a job's owner (``host:pid``) still runs, on any host, where the index can
+    tell (:meth:`~paretorag.storage.postgres.PostgresBackend.owner_alive`)."""
     lines: list[str] = []
     unfinished = table.unfinished()
     for rec in unfinished:
-        if rec.owner_alive():  # another server on this index runs it
+        if rec.owner_alive(probe):  # another server on this index runs it
             lines.append(f"job {rec.job_id} is run by the server {rec.owner}; not resumed here")
             continue
         table.claim(rec.job_id)

@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,11 @@ def _me() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def server_id() -> str:
+    """This process as a job owner: ``host:pid``."""
+    return _me()
+
+
 @dataclass
 class JobRecord:
     """A stored job: what was asked (``detail``, ``input``), how far it got, how it ended."""
@@ -106,8 +112,16 @@ class JobRecord:
     owner: str = ""  # host:pid of the server running it
     attempts: int = 0  # runs started (a run the server died in included)
 
-    def owner_alive(self) -> bool:
-        """Whether another server process on this host, still running, owns the job."""
+    def owner_alive(self, probe: Callable[[str], bool | None] | None = None) -> bool:
+        """Whether another server process, still running, owns the job. ``probe`` asks the
+        index's backend about an owner on any host (a PostgreSQL index: the server's presence
+        lock); without an answer only a process of this host can be seen alive."""
+        if self.owner == _me() or not self.owner:
+            return False
+        if probe is not None:
+            seen = probe(self.owner)
+            if seen is not None:
+                return seen
         host, _, pid = self.owner.rpartition(":")
         if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
             return False

@@ -122,6 +122,7 @@ class Target:
 POOL_SIZE = 8  # connections per process, database and schema ($PARETORAG_PG_POOL)
 _POOLS: dict[tuple[str, str], Any] = {}
 _POOLS_LOCK = threading.Lock()
+_PRESENCE: dict[tuple[str, str, str], list[Any]] = {}  # a server's presence lock: [connection, holders]
 
 
 def _new_pool(t: Target) -> Any:
@@ -300,6 +301,7 @@ class PostgresBackend:
         self.lock_key = _key(f"paretorag-writer:{self.target.schema}")
         self._db: PostgresDatabase | None = None
         self._lease_conn: Any = None
+        self._presence: Any = None  # a server's presence lock (hold_presence)
 
     def __str__(self) -> str:
         return self.location
@@ -564,6 +566,52 @@ class PostgresBackend:
             return "another process"
         pid, host, command = rows[0]
         return f"pid {pid} on {host}" + (f" ({str(command)[:120]})" if command else "")
+
+    def hold_presence(self, owner: str) -> None:
+        """Say, for as long as this process serves, that the server ``owner`` (``host:pid``)
+        runs: a session advisory lock on a connection of its own, which the database releases
+        when the process dies, on any host. :meth:`owner_alive` reads it. Services of one
+        process share the lock (counted), as they share the owner id."""
+        if self._presence is not None:
+            return
+        key = (self.target.conninfo, self.target.schema, owner)
+        with _POOLS_LOCK:
+            held = _PRESENCE.get(key)
+            if held is None:
+                conn = self.connect()
+                conn.execute("SELECT pg_try_advisory_lock(%s)", (self._presence_key(owner),))
+                held = _PRESENCE[key] = [conn, 0]
+            held[1] += 1
+        self._presence = key
+
+    def close_presence(self) -> None:
+        """This server stops: once no service of the process holds it, its jobs may be resumed."""
+        if self._presence is None:
+            return
+        with _POOLS_LOCK:
+            held = _PRESENCE.get(self._presence)
+            if held is not None:
+                held[1] -= 1
+                if held[1] <= 0:
+                    del _PRESENCE[self._presence]
+                    with contextlib.suppress(psycopg_module().Error):
+                        held[0].close()
+        self._presence = None
+
+    def _presence_key(self, owner: str) -> int:
+        return _key(f"paretorag-server:{self.target.schema}:{owner}")
+
+    def owner_alive(self, owner: str) -> bool | None:
+        """Whether the server ``owner`` still runs (its presence lock is held), on any host."""
+        key = self._presence_key(owner)
+        conn = self.connect()
+        try:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+            if got:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            return not got
+        finally:
+            conn.close()
 
     def reader_lease(self) -> PgLease:
         return PgLease(self)
