@@ -174,3 +174,60 @@ def test_a_job_run_by_a_live_server_on_another_host_is_left_to_it(pg_url, tmp_pa
     assert c2.jobs.get("job-a").state == "done"
     c2.close()
     store.close()
+
+
+def test_an_upload_accepted_on_one_host_is_resumed_on_another(pg_url, tmp_path, monkeypatch):
+    """The uploaded file's bytes are stored with the job: a server whose upload folder is
+    elsewhere (another host) restores them and finishes the killed server's job."""
+    import json
+
+    _index(pg_url, tmp_path)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "PARETORAG_TEST_PAUSE_AT": "before-commit",
+        "PARETORAG_UPLOAD_DIR": str(tmp_path / "host-a"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paretorag.cli", "serve", "--index", pg_url, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    paused = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "paused at before-commit" in line:
+                paused.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    records = [{"title": f"Pond {i}", "text": f"Pond {i} has frogs, reeds and {i} herons."} for i in range(4)]
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_healthy(base, 90)
+        body = "\n".join(json.dumps(r) for r in records).encode()
+        r = httpx.post(
+            f"{base}/documents", files=[("files", ("ponds.jsonl", body, "application/json"))], timeout=60
+        )
+        assert r.status_code == 202, r.text
+        job = r.json()["job"]["id"]
+        assert paused.wait(60)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    monkeypatch.setenv("PARETORAG_UPLOAD_DIR", str(tmp_path / "host-b"))  # another host's folder
+    with live_server(create_app(pg_url)) as url:
+        deadline = time.monotonic() + 60
+        while (snap := httpx.get(f"{url}/jobs/{job}").json())["state"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, snap
+            time.sleep(0.05)
+        assert snap["state"] == "done" and snap["resumed"] and snap["result"]["added"] == 4, snap
+        docs = httpx.get(f"{url}/documents", timeout=30).json()["documents"]
+        assert sorted(d["source"] for d in docs if d["title"].startswith("Pond")) == [
+            f"upload:ponds.jsonl#{i}" for i in range(4)
+        ]
+    assert not any((tmp_path / "host-b").rglob("*.jsonl"))  # the job's files go when it ends

@@ -178,15 +178,16 @@ class Writer:
         job_id: str | None = None,
         inputs: dict[str, Any] | None = None,
         docs: list[Any] | None = None,
+        files: list[tuple[str, bytes]] | None = None,
         resumed: JobRecord | None = None,
     ) -> Job:
-        """Queue a job: stored first (with ``inputs`` and ``docs``, one transaction), so an
-        accepted job survives a crash; a ``resumed`` one is already stored."""
+        """Queue a job: stored first (with ``inputs``, ``docs`` and ``files``, one
+        transaction), so an accepted job survives a crash; a ``resumed`` one is already stored."""
         job = Job(job_id or new_job_id(), kind, detail)
         if resumed is not None:
             job.created, job.resumed = resumed.created, True
         elif self._table is not None:
-            self._table.create(job.id, kind, detail, inputs or {}, docs, created=job.created)
+            self._table.create(job.id, kind, detail, inputs or {}, docs, created=job.created, files=files)
         with self._lock:
             self._jobs[job.id] = job
             while len(self._jobs) > MAX_JOBS_KEPT:  # forget the oldest finished ones

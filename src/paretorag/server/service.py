@@ -287,12 +287,19 @@ class Service:
         maps the saved paths to the uploaded file names, which the documents' sources then show."""
         rel = {str(Path(p).relative_to(self.spool)): n for p, n in names.items()}
         work = files_work(self.jobs, job_id, folder, names, resumed=False)
+        # a database index: the bytes go with the job, so a server on any host can resume it
+        files = (
+            None
+            if isinstance(self.backend, FolderBackend)
+            else [(p, (self.spool / p).read_bytes()) for p in rel]
+        )
         return self.writer.submit(
             "insert",
             detail,
             work,
             job_id=job_id,
             inputs={"source": "files", "files": rel, "documents": len(names)},
+            files=files,
         )
 
     def delete_document(self, doc_id: str) -> Job:

@@ -152,6 +152,8 @@ def recover(root: Path, table: JobTable, rec: JobRecord) -> tuple[Work, str]:
     if inputs.get("source") == "files":
         folder = root / UPLOADS / rec.job_id
         names = {str(root / p): str(n) for p, n in dict(inputs.get("files", {})).items()}
+        if any(not Path(p).is_file() for p in names):  # accepted on another host: stored with the job
+            table.restore_files(rec.job_id, root)
         missing = [n for p, n in names.items() if not Path(p).is_file()]
         if not names or missing:
             raise InputError(

@@ -27,6 +27,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DamagedIndexError
@@ -70,6 +71,14 @@ _TABLES = (
     doc_id TEXT NOT NULL,
     PRIMARY KEY (job_id, ord)
 )""",
+    # the bytes of uploaded files, where the uploads folder is not shared by every server (a
+    # database index): a server on another host restores them to resume the job
+    """CREATE TABLE IF NOT EXISTS job_files (
+    job_id TEXT NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (job_id, path)
+)""",
 )
 _COLUMNS = (
     "job_id, kind, state, detail, input, created, started, finished, baseline, result, error, owner, attempts"
@@ -80,9 +89,13 @@ def _dialect(ddl: str, dialect: str) -> str:
     """A table of :data:`_TABLES` in PostgreSQL's types (8-byte floats, an identity key)."""
     if dialect == "sqlite":
         return ddl
-    return ddl.replace(
-        "seq INTEGER PRIMARY KEY AUTOINCREMENT", "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-    ).replace(" REAL", " DOUBLE PRECISION")
+    return (
+        ddl.replace(
+            "seq INTEGER PRIMARY KEY AUTOINCREMENT", "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+        )
+        .replace(" REAL", " DOUBLE PRECISION")
+        .replace(" BLOB", " BYTEA")
+    )
 
 
 def _me() -> str:
@@ -182,8 +195,10 @@ class JobTable:
         docs: list[Document] | None = None,
         *,
         created: float | None = None,
+        files: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        """Store an accepted job and its documents in one transaction."""
+        """Store an accepted job, its documents and its uploaded ``files`` (path under the
+        uploads folder, bytes) in one transaction."""
         self._ensure()
         with self.store.transaction() as c:
             c.execute(
@@ -205,6 +220,11 @@ class JobTable:
                     for i, d in enumerate(docs or [])
                 ],
             )
+            if files:
+                c.executemany(
+                    "INSERT INTO job_files(job_id,path,data) VALUES (?,?,?)",
+                    [(job_id, path, data) for path, data in files],
+                )
 
     def claim(self, job_id: str) -> None:
         """This process now owns a job another server accepted (and stopped before finishing)."""
@@ -247,6 +267,21 @@ class JobTable:
                 ),
             )
             c.execute("DELETE FROM job_documents WHERE job_id=?", (job_id,))
+            c.execute("DELETE FROM job_files WHERE job_id=?", (job_id,))
+
+    def restore_files(self, job_id: str, root: Path) -> int:
+        """Write the stored files of ``job_id`` under ``root`` where they are missing (a job
+        accepted by a server on another host); returns how many were written."""
+        if not self.store.db.has_table("job_files"):
+            return 0
+        written = 0
+        for path, data in self.store.rows("SELECT path, data FROM job_files WHERE job_id=?", (job_id,)):
+            target = root / str(path)
+            if not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(bytes(data))
+                written += 1
+        return written
 
     def get(self, job_id: str) -> JobRecord | None:
         if not self.exists():

@@ -654,6 +654,7 @@ class PostgresBackend:
                 c.execute(f'DROP SCHEMA IF EXISTS "{t.schema}" CASCADE')
             else:
                 for table in (
+                    "job_files",
                     "job_documents",
                     "jobs",
                     "chunks",
