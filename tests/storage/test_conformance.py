@@ -411,3 +411,39 @@ def test_the_cli_takes_a_postgresql_url_and_never_prints_its_password(pg_url, co
     r = runner.invoke(app, ["inspect", "--index", bad])
     assert r.exit_code != 0 and "cannot connect" in r.output and "s3cret-pw" not in r.output, r.output
     assert "postgresql://nobody:***@" in r.output and t.schema.startswith("t_")
+
+
+def test_ann_hnsw_on_postgresql_searches_pgvectors_index(pg_url, corpora, tmp_path):
+    import psycopg
+
+    from paretorag.storage.postgres import Target, hnsw_query
+
+    a, b = corpora
+    folder = str(tmp_path / "exact")
+    for where, ann in ((pg_url, "hnsw"), (folder, "exact")):
+        with RAG.open(where, embedder=HashEmbedder(32), chunk_size=60, chunk_overlap=10, ann=ann) as rag:
+            rag.index([a, b])
+    hnsw = RAG.open(pg_url, embedder=HashEmbedder(32), create=False)
+    exact = RAG.open(folder, embedder=HashEmbedder(32), create=False)
+    view = hnsw.view
+    assert view.vectors is not None and view.vectors.kind == "hnsw"
+    for q in QUESTIONS:  # a few dozen vectors: the graph search finds the exact top 5
+        got = [(c.chunk_id, round(c.score, 4)) for c in hnsw.query(q, context_only=True, k=5).contexts]
+        want = [(c.chunk_id, round(c.score, 4)) for c in exact.query(q, context_only=True, k=5).contexts]
+        assert [s for _, s in got] == [s for _, s in want]  # the same top 5 (ties in any order)
+        assert {i for i, s in got if s > got[-1][1]} == {i for i, s in want if s > want[-1][1]}
+    # the query is one the partial HNSW index serves
+    t = Target.parse(pg_url)
+    sql = (
+        hnsw_query(hnsw.manifest.vectors, 32)
+        .replace("?::vector(32)", "%s::vector(32)")
+        .replace("LIMIT ?", "LIMIT 5")
+    )
+    q = "[" + ",".join(["0.1"] * 32) + "]"
+    with psycopg.connect(t.conninfo, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{t.schema}", public')
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, (q, q)).fetchall())
+    assert "vector_rows_hnsw_" in plan, plan
+    hnsw.close()
+    exact.close()

@@ -30,6 +30,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -48,7 +49,7 @@ from .database import PostgresDatabase, psycopg_module
 from .manifest import Manifest
 from .store import Store, schema
 from .structures import StructureData
-from .vectors import VectorIndex
+from .vectors import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, VectorIndex
 
 SCHEMA_VERSION = 1  # of the tables below; `paretorag index` migrates older ones
 MAIN, BACKUP = "manifest", "manifest.bak"
@@ -138,6 +139,7 @@ def _new_pool(t: Target) -> Any:
 
     def configure(conn: Any) -> None:
         conn.execute(f'SET search_path TO "{t.schema}", public')
+        conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")  # candidates per query, as faiss's
 
     pool = ConnectionPool(
         t.conninfo,
@@ -173,6 +175,23 @@ def _npz(data: StructureData) -> bytes:
     return buf.getvalue()
 
 
+def _safe_stem(stem: str) -> str:
+    """A vector stem as SQL text (stems are ours: ``chunks-<hex>[-titled][-hnsw]``)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", stem):
+        raise IndexFormatError(f"vector stem {stem!r} is not a name this version writes")
+    return stem
+
+
+def hnsw_query(stem: str, dim: int) -> str:
+    """Top-k by inner product over one vector set, in the form its partial HNSW index serves
+    (the stem inline, as the index's predicate; parameters: query, query, k)."""
+    expr = f"embedding::vector({dim})"
+    return (
+        f"SELECT row, -({expr} <#> ?::vector({dim})) AS score FROM vector_rows "
+        f"WHERE stem='{_safe_stem(stem)}' ORDER BY {expr} <#> ?::vector({dim}) LIMIT ?"
+    )
+
+
 def _vector_text(row: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in row) + "]"
 
@@ -198,12 +217,7 @@ class PgVectorIndex(VectorIndex):
         if k <= 0:
             return Scored.empty()
         q = _vector_text(np.asarray(query, dtype=np.float32).reshape(-1))
-        dim = int(self.matrix.shape[1])
-        rows = self._backend.db.read(
-            f"SELECT row, -(embedding::vector({dim}) <#> ?::vector({dim})) AS score FROM vector_rows "
-            f"WHERE stem=? ORDER BY embedding::vector({dim}) <#> ?::vector({dim}) LIMIT ?",
-            (q, self._stem, q, k),
-        )
+        rows = self._backend.db.read(hnsw_query(self._stem, int(self.matrix.shape[1])), (q, q, k))
         return Scored(
             np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], np.float32)
         )
@@ -473,8 +487,8 @@ class PostgresBackend:
                 name = "vector_rows_hnsw_" + hashlib.sha256(stem.encode()).hexdigest()[:16]
                 c.execute(
                     f"CREATE INDEX IF NOT EXISTS {name} ON vector_rows USING hnsw "
-                    f"((embedding::vector({dim})) vector_ip_ops) WITH (m = 32, ef_construction = 80) "
-                    f"WHERE stem = '{stem}'"
+                    f"((embedding::vector({dim})) vector_ip_ops) WITH (m = {HNSW_M}, "
+                    f"ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE stem='{_safe_stem(stem)}'"
                 )
 
     def _vector_set(self, stem: str) -> tuple[str, int, int, str, bytes]:
