@@ -39,7 +39,12 @@ def inspect(
                         f"{len(problems)} problem(s); fix them with `paretorag repair --index {index_dir}`"
                     )
                     raise typer.Exit(code=exitcodes.FAILED)
-                out.print(f"{index_dir}: every file the manifest names is present and consistent; SQLite ok")
+                if rag.backend.is_folder:
+                    out.print(
+                        f"{index_dir}: every file the manifest names is present and consistent; SQLite ok"
+                    )
+                else:
+                    out.print(f"{index_dir}: every object the manifest names is present and consistent")
                 return
             damaged = rag.store.integrity()  # a damaged database is reported here, not only by writes
             if damaged:
