@@ -49,7 +49,7 @@ def inspect(
             damaged = rag.store.integrity()  # a damaged database is reported here, not only by writes
             if damaged:
                 raise IndexFormatError(
-                    f"{damaged[0]}; restore {rag.store.path} from a backup, or index the sources "
+                    f"{damaged[0]}; restore {rag.store.location} from a backup, or index the sources "
                     "again into a new --index directory"
                 )
             stats: dict[str, Any] = rag.stats()

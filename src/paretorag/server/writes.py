@@ -146,7 +146,7 @@ def recover(root: Path, table: JobTable, rec: JobRecord) -> tuple[Work, str]:
         if len(docs) != expected:
             raise InputError(
                 f"job {rec.job_id} was accepted with {expected} records, but {len(docs)} are stored "
-                f"in {table.store.path}; send them again"
+                f"in {table.store.location}; send them again"
             )
         return insert_work(table, rec.job_id, lambda: (docs, []), resumed=True), f"{len(docs)} documents"
     if inputs.get("source") == "files":
