@@ -59,7 +59,7 @@ def status_router(service: Service, can_read: Callable[..., str], metrics: Metri
     @router.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:
         """Liveness and the committed generation (no key needed). Answered on the event loop
-        (a small file read), so it stays quick when every worker thread is busy."""
+        (a small file read, or one row of a database index), so it stays quick when every worker thread is busy."""
         m = service.backend.load_manifest()
         return {
             "status": "ok",

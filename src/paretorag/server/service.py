@@ -132,9 +132,9 @@ class ReaderPool:
 
 def upload_spool(url: str) -> Path:
     """Where a server on a ``postgresql://`` index keeps uploaded files until their job ends:
-    ``$PARETORAG_UPLOAD_DIR``, else ``uploads/`` of this host's cache, one folder per index. A
-    server restarted on this host resumes them; a server on another host cannot (the job fails
-    there, saying to upload again). JSON records and deletes are stored in the database."""
+    ``$PARETORAG_UPLOAD_DIR``, else ``uploads/`` of this host's cache, one folder per index.
+    The bytes are stored with the job too, so a server on another host that resumes the job
+    unpacks them into its own folder (:meth:`~paretorag.storage.jobs.JobTable.restore_files`)."""
     import hashlib
     import os
 
@@ -181,7 +181,8 @@ class Service:
     ) -> None:
         self.backend = open_backend(index)
         folder = isinstance(self.backend, FolderBackend)
-        # the index as messages name it; a postgresql:// index keeps its URL (a Path folds the //)
+        # what readers and the writer open: the folder, or the whole URL (a Path folds its //;
+        # messages print self.backend.location, without the password)
         self.root: Path | str = self.backend.root if isinstance(self.backend, FolderBackend) else str(index)
         # where uploads wait for their job: in the index folder, or for a database on this host
         self.spool = (
