@@ -144,8 +144,16 @@ def psycopg_module() -> Any:
 
 
 def redact(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for messages and logs)."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL with its password replaced by ``***`` (for messages and logs), in the
+    authority or as a ``password=`` parameter.
+
+    >>> redact("postgresql://me:s3cret@db/rag?schema=a")
+    'postgresql://me:***@db/rag?schema=a'
+    >>> redact("postgresql://me@db/rag?password=s3cret&sslmode=require")
+    'postgresql://me@db/rag?password=***&sslmode=require'
+    """
+    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 class _PgTransaction:
