@@ -37,7 +37,7 @@ from .providers.embedder_spec import make_embedder
 from .providers.extractive import ExtractiveLLM
 from .retrieval.methods.base import QueryOptions, Retrieval, available_methods, get_method, recommended_method
 from .session import QUERY_USAGE, IndexReport, IndexSession
-from .storage.backend import FolderBackend, open_backend
+from .storage.backend import index_root, open_backend
 from .storage.jobs import pending_work
 from .storage.manifest import IndexConfig, Manifest, not_an_index
 from .types import MAX_K, Answer, Budget, Context, ContextItem, Usage
@@ -135,7 +135,7 @@ class RAG(IndexSession):
             Called with a message naming the lock's holder when a write has to wait.
         """
         backend = open_backend(path)
-        root: Path | str = backend.root if isinstance(backend, FolderBackend) else backend.location
+        root = index_root(backend)
         if isinstance(root, Path) and root.exists() and not root.is_dir():
             raise IndexFormatError(f"{root} is a file, not an index directory; choose another --index path")
         damaged: str | None = None

@@ -37,7 +37,7 @@ from .providers.base import LLM, Embedder, Tokenizer, is_generative
 from .providers.embedders import RegexTokenizer
 from .providers.wrappers import CachedLLM, CountingLLM
 from .retrieval.methods.base import get_method
-from .storage.backend import FolderBackend, IndexBackend
+from .storage.backend import IndexBackend, index_root
 from .storage.jobs import (
     ORIGINS_KEY,
     JobTable,
@@ -106,7 +106,7 @@ class IndexSession:
     ) -> None:
         self.backend = backend
         # the index as messages and commands name it: the folder, or the URL without its password
-        self.root: Path | str = backend.root if isinstance(backend, FolderBackend) else backend.location
+        self.root = index_root(backend)
         self.store = store
         self.manifest = manifest
         self.embedder = embedder

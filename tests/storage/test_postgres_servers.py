@@ -92,16 +92,22 @@ def test_two_servers_on_one_database_answer_alike_and_see_each_others_writes(pg_
         )
 
 
-def test_a_server_killed_mid_job_leaves_it_to_the_next_server(pg_url, tmp_path):
-    _index(pg_url, tmp_path)
+def _job_of_a_killed_server(pg_url: str, send, **env: str) -> str:
+    """Start `paretorag serve` on ``pg_url`` held at before-commit, ``send(base)`` one write
+    (202), SIGKILL it once the job reached the pause point; returns the job id."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "PARETORAG_TEST_PAUSE_AT": "before-commit"}
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "PARETORAG_TEST_PAUSE_AT": "before-commit",
+        **env,
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "paretorag.cli", "serve", "--index", pg_url, "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=environ,
     )
     paused = threading.Event()
     lines: list[str] = []
@@ -117,24 +123,34 @@ def test_a_server_killed_mid_job_leaves_it_to_the_next_server(pg_url, tmp_path):
     try:
         base = f"http://127.0.0.1:{port}"
         wait_healthy(base, 90)
-        records = [
-            {"title": f"Note {i}", "text": f"Note {i} is about pond {i} and its frogs."} for i in range(5)
-        ]
-        r = httpx.post(f"{base}/documents", json=records, timeout=60)
+        r = send(base)
         assert r.status_code == 202, r.text
-        job = r.json()["job"]["id"]
         assert paused.wait(60), "".join(lines[-30:])
+        return str(r.json()["job"]["id"])
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
+
+
+def _finished(url: str, job: str, seconds: float = 60.0) -> dict:
+    deadline = time.monotonic() + seconds
+    while (snap := httpx.get(f"{url}/jobs/{job}").json())["state"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, snap
+        time.sleep(0.05)
+    return snap
+
+
+def test_a_server_killed_mid_job_leaves_it_to_the_next_server(pg_url, tmp_path):
+    _index(pg_url, tmp_path)
+    records = [{"title": f"Note {i}", "text": f"Note {i} is about pond {i} and its frogs."} for i in range(5)]
+    job = _job_of_a_killed_server(
+        pg_url, lambda base: httpx.post(f"{base}/documents", json=records, timeout=60)
+    )
     with RAG.open(pg_url, create=False) as rag:
         assert rag.manifest.counts["documents"] == len(TOPICS)  # nothing of the job committed
         assert [j["job_id"] for j in rag.stats()["pending"]["jobs"]] == [job]
     with live_server(create_app(pg_url)) as url:
-        deadline = time.monotonic() + 60
-        while (snap := httpx.get(f"{url}/jobs/{job}").json())["state"] not in ("done", "failed"):
-            assert time.monotonic() < deadline, snap
-            time.sleep(0.05)
+        snap = _finished(url, job)
         assert snap["state"] == "done" and snap["resumed"], snap
         assert httpx.get(f"{url}/stats").json()["counts"]["documents"] == len(TOPICS) + 5
 
@@ -182,49 +198,18 @@ def test_an_upload_accepted_on_one_host_is_resumed_on_another(pg_url, tmp_path, 
     import json
 
     _index(pg_url, tmp_path)
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(sys.path),
-        "PARETORAG_TEST_PAUSE_AT": "before-commit",
-        "PARETORAG_UPLOAD_DIR": str(tmp_path / "host-a"),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "paretorag.cli", "serve", "--index", pg_url, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    paused = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "paused at before-commit" in line:
-                paused.set()
-
-    threading.Thread(target=read, daemon=True).start()
     records = [{"title": f"Pond {i}", "text": f"Pond {i} has frogs, reeds and {i} herons."} for i in range(4)]
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_healthy(base, 90)
-        body = "\n".join(json.dumps(r) for r in records).encode()
-        r = httpx.post(
+    body = "\n".join(json.dumps(r) for r in records).encode()
+    job = _job_of_a_killed_server(
+        pg_url,
+        lambda base: httpx.post(
             f"{base}/documents", files=[("files", ("ponds.jsonl", body, "application/json"))], timeout=60
-        )
-        assert r.status_code == 202, r.text
-        job = r.json()["job"]["id"]
-        assert paused.wait(60)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        ),
+        PARETORAG_UPLOAD_DIR=str(tmp_path / "host-a"),
+    )
     monkeypatch.setenv("PARETORAG_UPLOAD_DIR", str(tmp_path / "host-b"))  # another host's folder
     with live_server(create_app(pg_url)) as url:
-        deadline = time.monotonic() + 60
-        while (snap := httpx.get(f"{url}/jobs/{job}").json())["state"] not in ("done", "failed"):
-            assert time.monotonic() < deadline, snap
-            time.sleep(0.05)
+        snap = _finished(url, job)
         assert snap["state"] == "done" and snap["resumed"] and snap["result"]["added"] == 4, snap
         docs = httpx.get(f"{url}/documents", timeout=30).json()["documents"]
         assert sorted(d["source"] for d in docs if d["title"].startswith("Pond")) == [

@@ -133,6 +133,11 @@ def open_backend(index: str | Path) -> IndexBackend:
     return FolderBackend(Path(index))
 
 
+def index_root(backend: IndexBackend) -> Path | str:
+    """What ``RAG.root`` is and messages name: the folder, or the URL without its password."""
+    return backend.root if isinstance(backend, FolderBackend) else backend.location
+
+
 class FolderBackend:
     """An index folder (the default backend; see the module docstring)."""
 

@@ -156,6 +156,27 @@ def redact(url: str) -> str:
     return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
+@contextmanager
+def pg_errors(location: str) -> Iterator[None]:
+    """Turn PostgreSQL's disk-full, permission and connection failures into paretorag errors
+    that name ``location`` (a URL without its password) and the fix."""
+    psycopg = psycopg_module()
+    try:
+        yield
+    except psycopg.errors.DiskFull as exc:
+        raise StorageError(f"{location}: the database server's disk is full ({exc})") from exc
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StorageError(
+            f"{location}: permission denied ({str(exc).strip()}); grant the user CREATE and "
+            "write rights on the database, or choose another --index"
+        ) from exc
+    except psycopg.OperationalError as exc:
+        raise StorageError(
+            f"{location}: the connection failed ({str(exc).strip().splitlines()[0]}); "
+            "check that the server is running, then run the same command again"
+        ) from exc
+
+
 class _PgTransaction:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
@@ -181,7 +202,7 @@ class PostgresDatabase:
     dialect = "postgresql"
 
     def __init__(self, pool: Any, location: str) -> None:
-        self._psycopg = psycopg_module()
+        psycopg_module()  # says how to install it, before any use
         self.location = location
         self.lock = threading.RLock()  # callers group reads under it; the pool serves threads alike
         self.pool = pool
@@ -195,23 +216,8 @@ class PostgresDatabase:
         with self.lock, self.errors(), self.pool.connection() as conn, conn.transaction():
             yield _PgTransaction(conn)
 
-    @contextmanager
-    def errors(self) -> Iterator[None]:
-        psycopg = self._psycopg
-        try:
-            yield
-        except psycopg.errors.DiskFull as exc:
-            raise StorageError(f"{self.location}: the database server's disk is full ({exc})") from exc
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise StorageError(
-                f"{self.location}: permission denied ({str(exc).strip()}); grant the user CREATE and "
-                "write rights on the database, or choose another --index"
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise StorageError(
-                f"{self.location}: the connection failed ({str(exc).strip().splitlines()[0]}); "
-                "check that the server is running, then run the same command again"
-            ) from exc
+    def errors(self) -> Any:
+        return pg_errors(self.location)
 
     def has_table(self, name: str) -> bool:
         return bool(

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..errors import ConfigError, DamagedIndexError, IndexFormatError, IndexLockedError
 from ..types import FloatArray, Scored
-from .database import PostgresDatabase, psycopg_module
+from .database import PostgresDatabase, pg_errors, psycopg_module
 from .manifest import Manifest
 from .store import Store, schema
 from .structures import StructureData
@@ -152,10 +152,6 @@ def _new_pool(t: Target) -> Any:
     )
     atexit.register(pool.close)
     return pool
-
-
-def _errors(location: str) -> Any:
-    return PostgresDatabase(None, location).errors()
 
 
 def _key(text: str) -> int:
@@ -352,7 +348,7 @@ class PostgresBackend:
             if pool is None:
                 first = self.connect()  # fails fast, with the fix, where the server is not there
                 try:
-                    with _errors(self.location):
+                    with pg_errors(self.location):
                         self._migrate(first)
                 finally:
                     first.close()
@@ -418,7 +414,7 @@ class PostgresBackend:
             return bool(self.db.read("SELECT 1 FROM manifests WHERE name=?", (MAIN,)))
         conn = self.connect()
         try:
-            with _errors(self.location):
+            with pg_errors(self.location):
                 if self._schema_version(conn) is None:
                     return False
                 return conn.execute("SELECT 1 FROM manifests WHERE name=%s", (MAIN,)).fetchone() is not None
@@ -491,40 +487,39 @@ class PostgresBackend:
                     f"ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE stem='{_safe_stem(stem)}'"
                 )
 
-    def _vector_set(self, stem: str) -> tuple[str, int, int, str, bytes]:
-        rows = self.db.read("SELECT kind, n, dim, ids, matrix FROM vector_sets WHERE stem=?", (stem,))
+    def _vector_set(self, stem: str, columns: str) -> tuple[Any, ...]:
+        """``columns`` of the vector set ``stem`` (missing: DamagedIndexError)."""
+        rows = self.db.read(f"SELECT {columns} FROM vector_sets WHERE stem=?", (stem,))
         if not rows:
             raise DamagedIndexError(
                 f"{self.vector_place(stem)} is missing; run `paretorag repair --index {self.location}`"
             )
-        kind, n, dim, ids, blob = rows[0]
-        return str(kind), int(n), int(dim), str(ids), bytes(blob)
+        return rows[0]
 
-    def vector_ids(self, stem: str) -> list[str]:
-        rows = self.db.read("SELECT ids FROM vector_sets WHERE stem=?", (stem,))
-        if not rows:
+    def _check_size(self, stem: str, n: int, dim: int, size: int) -> None:
+        if size != n * dim * 4:
             raise DamagedIndexError(
-                f"{self.vector_place(stem)} is missing; run `paretorag repair --index {self.location}`"
-            )
-        return [i for i in str(rows[0][0]).split("\n") if i]
-
-    def load_vectors(self, stem: str, kind: str) -> VectorIndex:
-        stored, n, dim, _, blob = self._vector_set(stem)
-        if len(blob) != n * dim * 4:
-            raise DamagedIndexError(
-                f"{self.vector_place(stem)} holds {len(blob)} bytes for {n} x {dim} vectors; "
+                f"{self.vector_place(stem)} holds {size} bytes for {n} x {dim} vectors; "
                 f"run `paretorag repair --index {self.location}`"
             )
+
+    def vector_ids(self, stem: str) -> list[str]:
+        (ids,) = self._vector_set(stem, "ids")
+        return [i for i in str(ids).split("\n") if i]
+
+    def load_vectors(self, stem: str, kind: str) -> VectorIndex:
+        stored, n, dim, data = self._vector_set(stem, "kind, n, dim, matrix")
+        blob = bytes(data)
+        self._check_size(stem, int(n), int(dim), len(blob))
         matrix = (
             np.frombuffer(blob, dtype=np.float32).reshape(n, dim) if n else np.zeros((0, dim), np.float32)
         )
-        return PgVectorIndex(matrix, kind=stored, backend=self, stem=stem)
+        return PgVectorIndex(matrix, kind=str(stored), backend=self, stem=stem)
 
     def vector_rows(self, stem: str) -> int:
-        _, n, dim, _, blob = self._vector_set(stem)
-        if len(blob) != n * dim * 4:
-            raise DamagedIndexError(f"{self.vector_place(stem)} holds {len(blob)} bytes for {n} x {dim}")
-        return n
+        n, dim, size = self._vector_set(stem, "n, dim, octet_length(matrix)")  # no need to read the matrix
+        self._check_size(stem, int(n), int(dim), int(size))
+        return int(n)
 
     def vector_place(self, stem: str) -> str:
         return f"vector_sets[{stem}] in {self.location}"
