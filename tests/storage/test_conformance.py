@@ -446,10 +446,12 @@ def test_ann_hnsw_on_postgresql_searches_pgvectors_index(pg_url, corpora, tmp_pa
     view = hnsw.view
     assert view.vectors is not None and view.vectors.kind == "hnsw"
     for q in QUESTIONS:  # a few dozen vectors: the graph search finds the exact top 5
-        got = [(c.chunk_id, round(c.score, 4)) for c in hnsw.query(q, context_only=True, k=5).contexts]
-        want = [(c.chunk_id, round(c.score, 4)) for c in exact.query(q, context_only=True, k=5).contexts]
-        assert [s for _, s in got] == [s for _, s in want]  # the same top 5 (ties in any order)
-        assert {i for i, s in got if s > got[-1][1]} == {i for i, s in want if s > want[-1][1]}
+        got = [(c.chunk_id, c.score) for c in hnsw.query(q, context_only=True, k=5).contexts]
+        want = [(c.chunk_id, c.score) for c in exact.query(q, context_only=True, k=5).contexts]
+        # the same top 5: pgvector and faiss round differently, and near-ties may swap
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-4)
+        cut = want[-1][1] + 1e-4
+        assert {i for i, s in got if s > cut} == {i for i, s in want if s > cut}
     # the query is one the partial HNSW index serves
     t = Target.parse(pg_url)
     sql = (
