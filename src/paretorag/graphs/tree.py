@@ -55,7 +55,7 @@ from ..providers.base import Request, Task, user_prompt
 from ..providers.wrappers import complete_many
 from ..storage.store import ChunkTable
 from ..storage.structures import pack_texts, unpack_texts
-from .base import BuildContext, Builder, StructureData, register_builder
+from .base import BuildContext, Builder, StructureData, previous_structure, register_builder
 
 SUMMARY_PROMPT = "Summarize the following text.\n\n{text}\n\nSummary:"
 """The minimal instruction prompt of §3.1: the task, then the text; nothing else."""
@@ -207,6 +207,43 @@ def balanced_order(vectors: np.ndarray, g: int) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
+DRIFT_LIMIT = 0.2
+"""Pooled documents added plus removed since the last full grouping, as a fraction of the
+documents it grouped, past which they are grouped afresh (as RAPTOR's tree,
+:data:`paretorag.graphs.raptor_update.DRIFT_LIMIT`)."""
+
+
+@dataclass(frozen=True)
+class PooledOrder:
+    """The order of the pooled documents (their ids) and the drift since their last full grouping."""
+
+    doc_ids: list[str]
+    base: int
+    changed: int
+    kept: bool = False  # the earlier order, kept (not stored)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"doc_ids": self.doc_ids, "base": self.base, "changed": self.changed}
+
+
+def _kept_order(
+    pooled: list[list[int]], chunks: ChunkTable, before: PooledOrder | None
+) -> PooledOrder | None:
+    """The earlier order of the pooled documents that remain, new ones after them; None when
+    there is no earlier order or the drift passes :data:`DRIFT_LIMIT` (group afresh)."""
+    if before is None or not before.base:
+        return None
+    ids = [chunks.doc_ids[r[0]] for r in pooled]
+    now = set(ids)
+    kept = [d for d in before.doc_ids if d in now]
+    known = set(kept)
+    added = [d for d in ids if d not in known]
+    changed = before.changed + len(added) + (len(before.doc_ids) - len(kept))
+    if changed > DRIFT_LIMIT * before.base:
+        return None
+    return PooledOrder(kept + added, before.base, changed, kept=True)
+
+
 def _sequences(
     chunks: ChunkTable,
     scope: str,
@@ -214,31 +251,44 @@ def _sequences(
     grouping: str,
     g: int,
     vectors: Callable[[list[int]], np.ndarray],
-) -> list[list[int]]:
-    """Chunk rows to summarize as one sequence each (see the module docstring).
+    before: PooledOrder | None = None,
+) -> tuple[list[list[int]], PooledOrder | None]:
+    """Chunk rows to summarize as one sequence each (see the module docstring), and the order
+    of the pooled documents.
 
     ``vectors(rows)`` gives the vectors of chunk rows (used by ``grouping="vector"``).
+    ``before``: the pooled order of the tree this one replaces. Its documents keep their
+    places and new ones follow them, so that an insert changes only the groups at the end
+    of the sequence and the summaries above them (the others repeat their prompts and come
+    from the LLM cache); a delete changes the groups from the deleted document on. Past
+    :data:`DRIFT_LIMIT` the documents are grouped afresh.
     """
     runs = _doc_runs(chunks)
     if scope == "document":
-        return runs
+        return runs, None
     if scope == "corpus":
         pooled, own = runs, []
     else:
         ntok = np.asarray(chunks.n_tokens, dtype=np.int64)
         own = [r for r in runs if int(ntok[r].sum()) >= min_tokens]
         pooled = [r for r in runs if int(ntok[r].sum()) < min_tokens]
-    if grouping == "vector" and len(pooled) > 2:
+    order = _kept_order(pooled, chunks, before)
+    if order is not None:
+        by_id = {chunks.doc_ids[r[0]]: r for r in pooled}
+        pooled = [by_id[d] for d in order.doc_ids]
+    elif grouping == "vector" and len(pooled) > 2:
         vec = vectors([row for r in pooled for row in r])
         docs = np.repeat(np.arange(len(pooled)), [len(r) for r in pooled])
         means = np.zeros((len(pooled), vec.shape[1]), dtype=np.float64)
         np.add.at(means, docs, vec)
         pooled = [pooled[i] for i in balanced_order(means / np.bincount(docs)[:, None], g).tolist()]
+    if order is None:
+        order = PooledOrder([chunks.doc_ids[r[0]] for r in pooled], len(pooled), 0)
     seqs = [r for r in own]
     flat = [row for r in pooled for row in r]
     if flat:
         seqs.append(flat)
-    return seqs
+    return seqs, order
 
 
 def _group_texts(chunks: ChunkTable, rows: Sequence[int], merge_overlap: bool) -> list[str]:
@@ -345,7 +395,10 @@ class SummaryTree(Builder):
             texts = chunks.embedded_texts(True)
             return np.asarray(ctx.embedder.embed([texts[r] for r in rows]), dtype=np.float32)
 
-        current = _sequences(chunks, self.scope, self.min_tokens, self.grouping, g, chunk_vectors)
+        before = self._pooled_before(ctx)
+        current, pooled = _sequences(
+            chunks, self.scope, self.min_tokens, self.grouping, g, chunk_vectors, before
+        )
         leaf_rows = np.asarray([r for seq in current for r in seq], dtype=np.int64)
         pos = np.empty(n, dtype=np.int64)
         pos[leaf_rows] = np.arange(n, dtype=np.int64)
@@ -424,13 +477,28 @@ class SummaryTree(Builder):
             "expected_calls": total,
             "empty_summaries": sum(1 for s in summaries if not s),
         }
-        meta = {
+        meta: dict[str, Any] = {
             "n_chunks": n,
             "settings": self.get_params(deep=False),
             "prompt": SUMMARY_PROMPT,
             "stats": stats,
         }
+        if pooled is not None and pooled.doc_ids:
+            meta["pooled"] = pooled.to_json()
+            stats["pooled"] = "order kept" if pooled.kept else "grouped afresh"
         return StructureData(arrays, meta)
+
+    def _pooled_before(self, ctx: BuildContext) -> PooledOrder | None:
+        """The pooled order of the tree this build replaces, when it was built with these settings."""
+        if self.scope == "document":
+            return None
+        prev = previous_structure(ctx, self.name)
+        if prev is None or prev.meta.get("settings") != self.get_params(deep=False):
+            return None
+        got = prev.meta.get("pooled")
+        if not isinstance(got, dict):
+            return None
+        return PooledOrder(list(got["doc_ids"]), int(got["base"]), int(got["changed"]))
 
 
 __all__ = [
