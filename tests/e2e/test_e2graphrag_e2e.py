@@ -40,7 +40,11 @@ def test_index_builds_tree_and_graph_with_the_expected_cost(rag: RAG) -> None:
     assert n >= 15  # a book-length text in small chunks
     s = rag.manifest.structures
     assert s["tree"]["llm_calls"] == expected_calls(n, 5) == rag.usage.stage("index.tree").calls
-    assert s["entity_graph"]["entities"] > 300 and s["entity_graph"]["edges"] > 1000
+    graph = s["entity_graph"]
+    # one story: the generic common nouns ("man", "door") leave the graph, the names stay
+    assert graph["nouns_max_df"] == 0.05 and graph["dropped_generic_nouns"] > 50
+    assert graph["entities"] > 200 and graph["edges"] > 300
+    assert graph["entities"] + graph["dropped_generic_nouns"] > 300
     assert set(available_methods()) >= {"e2graphrag", "e2graphrag-dense-only", "e2graphrag-no-dense"}
 
 

@@ -135,16 +135,24 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
         data = EntityGraph(n_process=1, **params).build(CachingCtx(table(FILMS)))  # type: ignore[arg-type]
         return set(graph_from_structure(data).names)
 
-    every = vertices()
+    every = vertices(nouns_max_df=1.0)  # the paper's graph
     assert {"film", "director", "boese", "warsaw"} <= every
     # "film" is in 4 of 4 chunks: dropped above half of them; "director" (2 of 4) is kept
-    idf = vertices(max_df=0.5)
+    idf = vertices(max_df=0.5, nouns_max_df=1.0)
     assert {"boese", "warsaw", "bernhardt", "director"} <= idf and "film" not in idf
     assert idf == every - frequent_terms([ex.sentences for ex in EntityExtractor().extract(FILMS)], 0.5)
+    # common nouns above half of the chunks go, names stay whatever their frequency
+    generic = vertices(nouns_max_df=0.5)
+    assert generic == every - {"film"}
+    # the default on 4 documents (long texts): common nouns in more than 5% of the chunks go
+    auto = vertices()
+    assert {"boese", "warsaw", "bernhardt"} <= auto and not {"film", "director", "comedy"} & auto
     named = vertices(common_nouns=False)
     assert {"boese", "warsaw", "bernhardt"} <= named and not {"film", "director", "comedy"} & named
-    with pytest.raises(ConfigError, match="max_df"):
-        vertices(max_df=0)
+    assert auto <= every and auto - named <= every - named
+    for bad in ({"max_df": 0}, {"nouns_max_df": 1.5}, {"nouns_max_df": "some"}):
+        with pytest.raises(ConfigError, match="max_df"):
+            vertices(**bad)
     assert len(CachingCtx.cache) == 2 * len(FILMS)  # max_df reuses the extraction; named-only does not
 
 
@@ -155,11 +163,36 @@ def test_default_extraction_cache_keys_are_unchanged() -> None:
     from paretorag.providers.nlp import MODEL
 
     b = EntityGraph()
-    before = {
+    before = {  # version 3: the extraction also says which terms are common nouns only
         "model": MODEL,
-        "v": 2,
+        "v": 3,
         "labels": ["PERSON", "ORG", "GPE"],
         "split_names": True,
         "sentences": "senter",
     }
     assert b._cache_salt(b.extractor()) == json.dumps(before, sort_keys=True)
+
+
+def test_extraction_says_which_terms_are_only_common_nouns() -> None:
+    from paretorag.graphs.entities import common_nouns_only
+
+    texts = [
+        "The man opened the door. Andy Laney, the new cook, came from Phobos with a man.",
+        "Laney said the door was open. Doors were everywhere in Chicago.",
+    ]
+    found = list(EntityExtractor().extract(texts))
+    assert {"man", "door", "cook"} <= set(found[0].nouns)
+    assert not {"andy", "laney", "phobos"} & set(found[0].nouns)  # names are never common nouns
+    assert "door" in found[1].nouns and "chicago" not in found[1].nouns
+    # a worker's JSON answer carries the same
+    assert found[0].payload() == [[found[0].sentences, found[0].nouns], found[0].n_tokens]
+    generic = common_nouns_only([[ex.sentences, ex.nouns] for ex in found])
+    assert {"man", "door"} <= generic and not {"laney", "phobos", "chicago"} & generic
+
+
+def test_et_al_of_a_citation_is_no_entity() -> None:
+    ex = EntityExtractor()
+    (cited, named) = ex.extract(["As Wang et al. (2024) show, the graph helps.", "Al Gore met Al Pacino."])
+    assert {"wang", "graph"} <= {t for s in cited.sentences for t in s}
+    assert not {"et", "al"} & {t for s in cited.sentences for t in s}
+    assert {"al", "gore", "pacino"} <= {t for s in named.sentences for t in s}  # a name "Al" stays

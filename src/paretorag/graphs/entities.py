@@ -27,6 +27,14 @@ defaults to ``"auto"``: 0.02 on a corpus of at least 10 documents, where it rais
 e2graphrag's R@5 on all four passage sets and nq_leval measured (README), and 1.0 (the
 paper's graph, nothing dropped) on fewer, such as the paper's one novel per index,
 whose main characters fill more than 2% of the chunks.
+
+On those few long documents ``nouns_max_df`` narrows the common nouns alone: a term the
+extractor saw only as a common noun (``NN``/``NNS``, never a name nor inside a named
+entity) in most chunks that hold it, and found in more than that fraction of the chunks,
+is dropped ("man", "thing", "sir" in a story; "method", "model" in papers), while names
+stay whatever their frequency. A name's later short form already meets its full form:
+``split_names`` puts "Andy Laney" on the vertices ``andy`` and ``laney``, where a bare
+"Laney" lands. The "et al." of citations is no entity.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ from .graph import Graph, graph_to_structure
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02
 AUTO_MIN_DOCUMENTS = 10
+# ``nouns_max_df="auto"``: on fewer documents (long texts), generic common nouns only
+AUTO_NOUNS_MAX_DF = 0.05
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -65,6 +75,31 @@ def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) 
         for term in {t for sent in sentences for t in sent}:
             df[term] = df.get(term, 0) + 1
     return {t for t, c in df.items() if c > max_df * n}
+
+
+def common_nouns_only(values: Sequence[Sequence[Any]]) -> set[str]:
+    """Terms used as common nouns (``NN``/``NNS``: "man", "door", "patient") in most chunks
+    that hold them: in more than half of those chunks, never as a name or inside a named entity.
+    A paper's headings capitalize "Graph Retrieval" (tagged as proper nouns) while its text
+    uses the words as nouns, so a single use as a name does not make a name. ``values`` are
+    the per-chunk ``[sentences, nouns]`` of the extractor
+    (:meth:`~paretorag.providers.nlp.Extraction.payload`).
+
+    Examples
+    --------
+    >>> sorted(common_nouns_only([[[["man", "laney"]], ["man"]], [[["man", "laney"]], ["man"]]]))
+    ['man']
+    >>> sorted(common_nouns_only([[[["bond"]], []], [[["bond", "man"]], ["bond", "man"]], [[["bond"]], []]]))
+    ['man']
+    """
+    as_noun: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for sentences, only_nouns in values:
+        for t in set(only_nouns):
+            as_noun[t] = as_noun.get(t, 0) + 1
+        for t in {t for sent in sentences for t in sent}:
+            seen[t] = seen.get(t, 0) + 1
+    return {t for t, n in as_noun.items() if 2 * n > seen.get(t, n)}
 
 
 def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: int) -> Graph:
@@ -131,6 +166,15 @@ def graph_from_mentions(per_chunk: Iterable[Sequence[Sequence[str]]], n_chunks: 
     )
 
 
+def _fraction(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ConfigError(
+            f"EntityGraph.{name} must be a fraction of the chunks in (0, 1] or 'auto', got {value!r}; "
+            "1.0 keeps every entity (the paper's graph)"
+        )
+    return float(value)
+
+
 @register_builder
 class EntityGraph(Builder):
     """Sentence co-occurrence entity graph + entity<->chunk indexes (E2GraphRAG §3.1).
@@ -153,6 +197,13 @@ class EntityGraph(Builder):
         paper's graph, drops none). Questions' mentions of them are then ignored.
         ``"auto"`` (default): ``AUTO_MAX_DF`` when the corpus has at least
         ``AUTO_MIN_DOCUMENTS`` documents, else 1.0.
+    nouns_max_df : float or "auto"
+        Drop common nouns (terms never used as a name or inside a named entity:
+        "man", "thing", "door") that occur in more than this fraction of the chunks;
+        named entities and proper nouns stay whatever their frequency, so a story's
+        main characters keep their vertices. ``"auto"`` (default):
+        ``AUTO_NOUNS_MAX_DF`` on a corpus of fewer than ``AUTO_MIN_DOCUMENTS``
+        documents (long texts, where ``max_df`` keeps everything), else 1.0.
     n_process : int, optional
         spaCy processes (default: the index's ``workers``, at most the CPU count).
     batch_size : int
@@ -160,8 +211,8 @@ class EntityGraph(Builder):
     """
 
     name = "entity_graph"
-    version = 3  # 3: max_df "auto"  # stored as the one graph value
-    _extract_version = 2  # part of the per-chunk cache key: bump when extraction output changes
+    version = 4  # 3: max_df "auto"; 4: nouns_max_df  # stored as the one graph value
+    _extract_version = 3  # part of the per-chunk cache key: bump when extraction output changes
     runtime_params = ("n_process", "batch_size")
     requires = ()
     uses_llm = False
@@ -174,6 +225,7 @@ class EntityGraph(Builder):
         sentences: SentenceMode = "senter",
         common_nouns: bool = True,
         max_df: float | str = "auto",
+        nouns_max_df: float | str = "auto",
         n_process: int | None = None,
         batch_size: int = 8,
     ) -> None:
@@ -182,6 +234,7 @@ class EntityGraph(Builder):
         self.sentences = sentences
         self.common_nouns = common_nouns
         self.max_df = max_df
+        self.nouns_max_df = nouns_max_df
         self.n_process = n_process
         self.batch_size = batch_size
 
@@ -219,16 +272,14 @@ class EntityGraph(Builder):
         """``max_df`` as a number: ``"auto"`` is 0.02 from 10 documents on, else 1.0."""
         if self.max_df == "auto":
             return AUTO_MAX_DF if n_documents >= AUTO_MIN_DOCUMENTS else 1.0
-        if (
-            isinstance(self.max_df, bool)
-            or not isinstance(self.max_df, int | float)
-            or not 0 < self.max_df <= 1
-        ):
-            raise ConfigError(
-                f"EntityGraph.max_df must be a fraction of the chunks in (0, 1] or 'auto', got {self.max_df!r}; "
-                "1.0 keeps every entity (the paper's graph)"
-            )
-        return float(self.max_df)
+        return _fraction("max_df", self.max_df)
+
+    def resolved_nouns_max_df(self, n_documents: int) -> float:
+        """``nouns_max_df`` as a number: ``"auto"`` is :data:`AUTO_NOUNS_MAX_DF` below 10 documents
+        (long texts), else 1.0 (``max_df`` already filters every term there)."""
+        if self.nouns_max_df == "auto":
+            return AUTO_NOUNS_MAX_DF if n_documents < AUTO_MIN_DOCUMENTS else 1.0
+        return _fraction("nouns_max_df", self.nouns_max_df)
 
     def build(self, ctx: BuildContext) -> StructureData:
         chunks = ctx.chunks
@@ -244,16 +295,22 @@ class EntityGraph(Builder):
             if cluster is not None:
                 found: Iterable[tuple[Any, int]] = cluster.extract(extractor.worker_settings(), texts)
                 return found
-            return ((ex.sentences, ex.n_tokens) for ex in extractor.extract(texts))
+            return (([ex.sentences, ex.nouns], ex.n_tokens) for ex in extractor.extract(texts))
 
         run = cached_per_text(ctx, "entities", salt, list(chunks.texts), extract, "entity graph (spaCy)")
-        per_chunk = run.values
+        per_chunk = [sents for sents, _ in run.values]
         n_tokens = run.n_tokens
         seconds_nlp = time.perf_counter() - t0
         dropped: set[str] = set()
         if max_df < 1:
             dropped = frequent_terms(per_chunk, max_df)
-            per_chunk = [[[t for t in sent if t not in dropped] for sent in sents] for sents in per_chunk]
+        nouns_max_df = self.resolved_nouns_max_df(len(set(chunks.doc_ids)))
+        generic: set[str] = set()
+        if nouns_max_df < 1:
+            generic = common_nouns_only(run.values) & frequent_terms(per_chunk, nouns_max_df)
+        if dropped or generic:
+            gone = dropped | generic
+            per_chunk = [[[t for t in sent if t not in gone] for sent in sents] for sents in per_chunk]
         graph = graph_from_mentions(per_chunk, len(chunks))
         stats: dict[str, Any] = {
             "entities": graph.n_nodes,
@@ -266,7 +323,9 @@ class EntityGraph(Builder):
             "chunks_extracted": run.computed,
             "chunks_from_cache": len(chunks) - run.computed,
             "dropped_frequent": len(dropped),
+            "dropped_generic_nouns": len(generic - dropped),
             "max_df": max_df,
+            "nouns_max_df": nouns_max_df,
         }
         meta = {
             "n_chunks": len(chunks),

