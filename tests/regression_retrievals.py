@@ -120,15 +120,15 @@ def record(tmp: Path, move_runs: int = 0) -> dict[str, Any]:
     names = sorted({m for m, _ in METHODS})
     for name, sources, questions, settings in _corpora(tmp):
         # the fixture predates titled chunk vectors, the entity graph's max_df="auto" and
-        # pooled sentence vectors: record and compare with text-only vectors, the paper's
-        # entity graph and sentences embedded on their own
+        # nouns_max_df="auto" and pooled sentence vectors: record and compare with text-only
+        # vectors, the paper's entity graph and sentences embedded on their own
         rag = RAG.open(
             tmp / name,
             methods=names,
             embedder="hash:128",
             workers=1,
             embed_titles=False,
-            builders={"entity_graph": {"max_df": 1.0}, "concept_graph": {"sentence_vectors": "separate"}},
+            builders={"entity_graph": {"max_df": 1.0, "nouns_max_df": 1.0}, "concept_graph": {"sentence_vectors": "separate"}},
             **settings,
         )
         rag.index(sources)
