@@ -128,7 +128,10 @@ def record(tmp: Path, move_runs: int = 0) -> dict[str, Any]:
             embedder="hash:128",
             workers=1,
             embed_titles=False,
-            builders={"entity_graph": {"max_df": 1.0, "nouns_max_df": 1.0}, "concept_graph": {"sentence_vectors": "separate"}},
+            builders={
+                "entity_graph": {"max_df": 1.0, "nouns_max_df": 1.0},
+                "concept_graph": {"sentence_vectors": "separate"},
+            },
             **settings,
         )
         rag.index(sources)

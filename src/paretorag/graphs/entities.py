@@ -28,7 +28,7 @@ e2graphrag's R@5 on all four passage sets and nq_leval measured (README), and 1.
 paper's graph, nothing dropped) on fewer, such as the paper's one novel per index,
 whose main characters fill more than 2% of the chunks.
 
-On those few long documents ``nouns_max_df`` narrows the common nouns alone: a term the
+On long documents ``nouns_max_df`` narrows the common nouns alone: a term the
 extractor saw only as a common noun (``NN``/``NNS``, never a name nor inside a named
 entity) in most chunks that hold it, and found in more than that fraction of the chunks,
 is dropped ("man", "thing", "sir" in a story; "method", "model" in papers), while names
@@ -57,8 +57,9 @@ from .graph import Graph, graph_to_structure
 # ``max_df="auto"``: the IDF filter on corpora of many documents (measured in the README)
 AUTO_MAX_DF = 0.02
 AUTO_MIN_DOCUMENTS = 10
-# ``nouns_max_df="auto"``: on fewer documents (long texts), generic common nouns only
+# ``nouns_max_df="auto"``: on long documents, the generic common nouns (chosen on medical@train)
 AUTO_NOUNS_MAX_DF = 0.05
+LONG_DOCUMENTS_BELOW = 0.5  # the share of chunks that are whole documents (as fusion's)
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -202,8 +203,9 @@ class EntityGraph(Builder):
         "man", "thing", "door") that occur in more than this fraction of the chunks;
         named entities and proper nouns stay whatever their frequency, so a story's
         main characters keep their vertices. ``"auto"`` (default):
-        ``AUTO_NOUNS_MAX_DF`` on a corpus of fewer than ``AUTO_MIN_DOCUMENTS``
-        documents (long texts, where ``max_df`` keeps everything), else 1.0.
+        ``AUTO_NOUNS_MAX_DF`` on a corpus of long documents (fewer than half of the
+        chunks are whole documents), else 1.0 (passages, where a noun such as "film"
+        is what links two passages about films).
     n_process : int, optional
         spaCy processes (default: the index's ``workers``, at most the CPU count).
     batch_size : int
@@ -274,11 +276,11 @@ class EntityGraph(Builder):
             return AUTO_MAX_DF if n_documents >= AUTO_MIN_DOCUMENTS else 1.0
         return _fraction("max_df", self.max_df)
 
-    def resolved_nouns_max_df(self, n_documents: int) -> float:
-        """``nouns_max_df`` as a number: ``"auto"`` is :data:`AUTO_NOUNS_MAX_DF` below 10 documents
-        (long texts), else 1.0 (``max_df`` already filters every term there)."""
+    def resolved_nouns_max_df(self, whole_document_share: float) -> float:
+        """``nouns_max_df`` as a number: ``"auto"`` is :data:`AUTO_NOUNS_MAX_DF` on a corpus of
+        long documents (fewer than half of the chunks are whole documents), else 1.0."""
         if self.nouns_max_df == "auto":
-            return AUTO_NOUNS_MAX_DF if n_documents < AUTO_MIN_DOCUMENTS else 1.0
+            return AUTO_NOUNS_MAX_DF if whole_document_share < LONG_DOCUMENTS_BELOW else 1.0
         return _fraction("nouns_max_df", self.nouns_max_df)
 
     def build(self, ctx: BuildContext) -> StructureData:
@@ -304,7 +306,7 @@ class EntityGraph(Builder):
         dropped: set[str] = set()
         if max_df < 1:
             dropped = frequent_terms(per_chunk, max_df)
-        nouns_max_df = self.resolved_nouns_max_df(len(set(chunks.doc_ids)))
+        nouns_max_df = self.resolved_nouns_max_df(chunks.whole_document_share())
         generic: set[str] = set()
         if nouns_max_df < 1:
             generic = common_nouns_only(run.values) & frequent_terms(per_chunk, nouns_max_df)

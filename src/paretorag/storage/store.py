@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,12 @@ class ChunkTable:
     def heading(self, row: int) -> str:
         """The chunk's heading path, ``"Methods > Indexing"`` ("" outside any heading)."""
         return self.headings[row] if self.headings else ""
+
+    def whole_document_share(self) -> float:
+        """The share of chunks that are their whole document: under one half, a corpus of long
+        documents (``fusion`` and the entity graph treat it so), else of passages."""
+        per_doc = Counter(self.doc_ids)
+        return sum(1 for d in self.doc_ids if per_doc[d] == 1) / max(len(self.doc_ids), 1)
 
     def embedded_texts(self, titles: bool = True, headings: bool = False) -> list[str]:
         """The texts whose vectors are the chunk vectors (``headings``: BM25's texts).

@@ -123,7 +123,7 @@ class CorpusText:
                 [frozenset(t.split()) - FUSION_STOPWORDS for t in titles],
                 [frozenset(t.split()) for t in texts],
                 np.array([len(t.split()) for t in texts], dtype=np.float32),
-                sum(1 for d in chunks.doc_ids if per_doc[d] == 1) / max(len(chunks.doc_ids), 1),
+                chunks.whole_document_share(),
             )
 
         corpus: CorpusText = index.cached("fusion:corpus_text", build)
