@@ -172,9 +172,9 @@ def test_default_extraction_cache_keys_are_unchanged() -> None:
     from paretorag.providers.nlp import MODEL
 
     b = EntityGraph()
-    before = {  # version 3: the extraction also says which terms are common nouns only
+    before = {  # version 4: the extraction also says which terms are common nouns only; no "et al."
         "model": MODEL,
-        "v": 3,
+        "v": 4,
         "labels": ["PERSON", "ORG", "GPE"],
         "split_names": True,
         "sentences": "senter",
@@ -201,7 +201,13 @@ def test_extraction_says_which_terms_are_only_common_nouns() -> None:
 
 def test_et_al_of_a_citation_is_no_entity() -> None:
     ex = EntityExtractor()
-    (cited, named) = ex.extract(["As Wang et al. (2024) show, the graph helps.", "Al Gore met Al Pacino."])
+    texts = [
+        "As Wang et al. (2024) show, the graph helps.",
+        "Al Gore met Al Pacino.",
+        "It is like Gao et al. (2023).",
+    ]
+    (cited, named, one) = ex.extract(texts)
     assert {"wang", "graph"} <= {t for s in cited.sentences for t in s}
     assert not {"et", "al"} & {t for s in cited.sentences for t in s}
+    assert not {"et", "al"} & {t for s in one.sentences for t in s}  # "al" alone tagged as a PERSON
     assert {"al", "gore", "pacino"} <= {t for s in named.sentences for t in s}  # a name "Al" stays

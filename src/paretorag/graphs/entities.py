@@ -214,7 +214,7 @@ class EntityGraph(Builder):
 
     name = "entity_graph"
     version = 4  # 3: max_df "auto"; 4: nouns_max_df  # stored as the one graph value
-    _extract_version = 3  # part of the per-chunk cache key: bump when extraction output changes
+    _extract_version = 4  # part of the per-chunk cache key: bump when extraction output changes
     runtime_params = ("n_process", "batch_size")
     requires = ()
     uses_llm = False

@@ -199,7 +199,7 @@ class _EntityComponent:
                     if term and not _et_al(doc, tok.i):
                         terms.append(term)
                         entities.add(term)
-            else:
+            elif not (len(ent) == 1 and _et_al(doc, ent.start)):
                 term = normalize(ent.text)
                 if term:
                     terms.append(term)
