@@ -84,6 +84,7 @@ class RAG(IndexSession):
         workers: int | None = None,
         embed_titles: bool | None = None,
         builders: dict[str, dict[str, Any]] | None = None,
+        replace_builders: bool = False,
         ann: str | None = None,
         create: bool = True,
         wait: bool | float = True,
@@ -122,6 +123,9 @@ class RAG(IndexSession):
         builders : dict, optional
             Settings of structure builders, e.g. ``{"tree": {"g": 4}}``; merged into the
             index's configuration. Structures built with other settings are rebuilt.
+        replace_builders : bool
+            The builders' settings are exactly ``builders`` (the others at their defaults)
+            instead of merged into those the index keeps from earlier opens.
         ann : {"auto", "exact", "hnsw", "ivf"}, optional
             The faiss index of the chunk vectors (default ``auto``: exact below a million
             vectors, HNSW from there); changing it rebuilds the faiss file at the next commit.
@@ -158,6 +162,7 @@ class RAG(IndexSession):
             embed_titles=embed_titles,
             ann=ann,
             builders=dict(builders or {}),
+            replace_builders=replace_builders,
         )
         created = False
         if manifest is None:

@@ -176,6 +176,32 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
     assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]
 
 
+def test_builder_settings_of_an_earlier_run_do_not_leak_into_the_next(tmp_path: Path) -> None:
+    """A run without ``--set`` builds with the defaults, whatever an earlier run on the same
+    cached index set; the earlier setting's structure stays cached for when it is asked again."""
+    from paretorag.storage.manifest import Manifest
+
+    kwargs = dict(
+        limit=3,
+        ks=(2,),
+        corpus="own",
+        embedder="hash",
+        retrieval_only=True,
+        plots=False,
+        out_dir=tmp_path / "out",
+        cache_dir=tmp_path / "cache",
+    )
+    first = run_eval(DATA, "musique_dev200", ["bm25"], builders={"bm25": {"k1": 0.9}}, **kwargs)
+    index_dir = Path(first["config"]["index_dir"])
+    assert Manifest.load(index_dir).config.builders == {"bm25": {"k1": 0.9}}
+    tuned = Manifest.load(index_dir).structures["bm25"]["dir"]
+    run_eval(DATA, "musique_dev200", ["bm25"], **kwargs)
+    m = Manifest.load(index_dir)
+    assert m.config.builders == {} and m.structures["bm25"]["dir"] != tuned
+    run_eval(DATA, "musique_dev200", ["bm25"], builders={"bm25": {"k1": 0.9}}, **kwargs)
+    assert Manifest.load(index_dir).structures["bm25"]["dir"] == tuned  # cached, not rebuilt
+
+
 @needs_data
 def test_chunkings_compared_in_one_run_on_a_split_with_option_passages(tmp_path: Path) -> None:
     payload = run_eval(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from paretorag.errors import ConfigError
-from paretorag.storage.backend import FolderBackend, is_url, open_backend
-from paretorag.storage.database import pg_sql, redact
+from paretorag.storage.backend import FolderBackend, open_backend
+from paretorag.storage.database import is_url, pg_sql, redact
 from paretorag.storage.postgres import PostgresBackend, Target
 
 

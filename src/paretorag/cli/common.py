@@ -59,7 +59,7 @@ def index_location(value: str | Path) -> Path:
     """``--index``: a folder, or a ``postgresql://`` URL kept as written (a Path would fold its
     ``//``). Typed Path for the commands; a URL is a :class:`str` subclass that only
     :func:`paretorag.storage.backend.open_backend` and messages use."""
-    from ..storage.backend import is_url
+    from ..storage.database import is_url
 
     text = str(value)
     return IndexURL(text) if is_url(text) else Path(text)  # type: ignore[return-value]

@@ -316,7 +316,8 @@ def run_eval(
     answer_k : int, optional
         ``k`` passed to ``RAG.query`` for answers (default: the method's own).
     builders : dict, optional
-        Builder settings, ``{"tree": {"scope": "auto"}}`` (kept in the index's configuration).
+        Builder settings, ``{"tree": {"scope": "auto"}}``; the others at their defaults, whatever
+        an earlier run on the cached index set (structures of each setting stay cached).
     seed : int
         Seed for every random generator.
     progress : Progress, optional
@@ -380,6 +381,7 @@ def run_eval(
             embedder=embedder,
             embed_titles=embed_titles,
             builders=builders,
+            replace_builders=True,  # exactly these settings: not those an earlier run on this cache left
             chunk_size=size,
             chunking=by,
         ) as rag:

@@ -34,6 +34,7 @@ class OpenSettings:
     embed_titles: bool | None = None
     ann: str | None = None
     builders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replace_builders: bool = False
 
     def apply(self, root: Path | str, manifest: Manifest) -> None:
         """Validate and merge into ``manifest.config``; settings fixed by stored documents raise."""
@@ -64,6 +65,8 @@ class OpenSettings:
             cfg.embed_titles = self.embed_titles  # the vectors are re-embedded at the next commit
         if self.ann is not None:
             cfg.ann = self.ann  # the faiss index is rebuilt at the next commit
+        if self.replace_builders:
+            cfg.builders = {}  # every builder at its defaults but those given
         if self.builders:
             available_methods()  # importing the methods registers their builders
         for bname, bsettings in self.builders.items():

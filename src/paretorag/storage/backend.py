@@ -27,14 +27,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import DamagedIndexError
+from .database import is_url
 from .diskerrors import disk_errors
 from .lock import ReaderLease, WriterLock, collect_garbage
 from .manifest import BACKUP, FILENAME, Manifest
 from .store import Store
 from .structures import StructureData, has_structure, load_structure, save_structure
 from .vectors import VectorIndex
-
-URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 class Lease(Protocol):
@@ -118,10 +117,6 @@ class IndexBackend(Protocol):
     def close(self) -> None:
         """Release connections held for this index (readers' leases end first)."""
         ...
-
-
-def is_url(index: str | Path) -> bool:
-    return isinstance(index, str) and index.startswith(URL_SCHEMES)
 
 
 def open_backend(index: str | Path) -> IndexBackend:

@@ -21,6 +21,14 @@ from typing import Any, Protocol
 from ..errors import IndexFormatError, MissingDependencyError, StorageError
 from .diskerrors import database_error, sqlite_errors
 
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(index: str | Path) -> bool:
+    """``index`` names a database (a ``postgresql://`` URL), not a folder. Here, beside the SQL
+    seam, so that the CLI tells them apart without importing the backends."""
+    return isinstance(index, str) and index.startswith(URL_SCHEMES)
+
 
 class Cursor(Protocol):
     rowcount: int
