@@ -1,12 +1,14 @@
-"""Retrieval of an incrementally grown RAPTOR tree against a fresh build of the same documents.
+"""Retrieval of an incrementally grown tree against a fresh build of the same documents.
 
 Loads a benchmark subset with gold supporting passages through the evaluation loaders,
-then builds two indexes with methods ``raptor`` and ``vanilla``:
+then builds two indexes with methods ``raptor`` (or, with ``--tree e2graphrag``,
+``e2graphrag`` over one pooled summary tree, ``scope="corpus"``) and ``vanilla``:
 
-* fresh: the whole corpus in one ``index`` call (a full RAPTOR build);
+* fresh: the whole corpus in one ``index`` call (a full build);
 * incremental: the first ``--base-frac`` of the corpus documents, then the rest inserted
   in ``--batches`` inserts. Each insert must update the tree (the manifest's ``raptor_tree``
-  entry says ``mode: incremental``), not rebuild it: the script fails otherwise.
+  entry says ``mode: incremental``; the E2GraphRAG tree's ``pooled``, ``order kept``), not
+  rebuild it: the script fails otherwise.
 
 Every question is retrieved at depth ``--k`` with each method on both indexes; the JSON
 printed gives the evaluation's recall@2 / recall@5 (``fraction``, the headline, plus
@@ -15,6 +17,8 @@ and the build times. ``vanilla`` is the control: its results must be identical.
 
     .venv/bin/python bench/bench_incremental.py --subset 2wikimultihopqa_dev164 \\
         --work /tmp/bench-incremental
+    .venv/bin/python bench/bench_incremental.py --tree e2graphrag --subset 2wikimultihopqa_dev164 \\
+        --work /tmp/bench-incremental-e2
 """
 
 from __future__ import annotations
@@ -32,23 +36,48 @@ from paretorag.eval.loaders import load_dataset
 from paretorag.eval.runner import _retrieved_doc_ids, set_seeds
 from paretorag.graphs.raptor_update import DRIFT_LIMIT
 
-METHODS = ["raptor", "vanilla"]
-TREE = "raptor_tree"
+# per --tree: the methods, the tree's structure, its builder settings, and how its manifest entry
+# says it was updated rather than built afresh
+TREES: dict[str, dict[str, Any]] = {
+    "raptor": {
+        "methods": ["raptor", "vanilla"],
+        "structure": "raptor_tree",
+        "builders": {},
+        "updated": ("mode", "incremental"),
+    },
+    "e2graphrag": {
+        "methods": ["e2graphrag", "vanilla"],
+        "structure": "tree",
+        "builders": {"tree": {"scope": "corpus"}},
+        "updated": ("pooled", "order kept"),
+    },
+}
 
 
-def _tree_entry(root: Path) -> dict[str, Any]:
+def _tree_entry(root: Path, tree: str) -> dict[str, Any]:
     """The manifest's entry for the RAPTOR tree (mode, leaves changed, LLM calls, seconds)."""
-    entry = json.loads((root / "manifest.json").read_text())["structures"][TREE]
-    keep = ("mode", "seconds", "layers", "summaries", "llm_calls", "added_leaves", "removed_leaves")
+    entry = json.loads((root / "manifest.json").read_text())["structures"][tree]
+    keep = (
+        "mode",
+        "pooled",
+        "seconds",
+        "layers",
+        "levels",
+        "summaries",
+        "llm_calls",
+        "added_leaves",
+        "removed_leaves",
+    )
     return {k: entry[k] for k in keep if k in entry}
 
 
-def _drift(rag: RAG) -> dict[str, Any]:
+def _drift(rag: RAG, tree: str) -> dict[str, Any]:
     """The tree's drift record (leaves changed since its last full build)."""
     root = Path(rag.root)
-    entry = json.loads((root / "manifest.json").read_text())["structures"][TREE]
+    entry = json.loads((root / "manifest.json").read_text())["structures"][tree]
     meta = json.loads((root / "structures" / entry["dir"] / "meta.json").read_text())
-    return dict(meta.get("drift") or {})
+    pooled = meta.get("pooled") or {}
+    return dict(meta.get("drift") or {k: pooled[k] for k in ("base", "changed") if k in pooled})
 
 
 def _index(rag: RAG, docs: list[Any]) -> float:
@@ -93,7 +122,11 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--work", default="/tmp/bench-incremental")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tree", choices=sorted(TREES), default="raptor", help="which tree to grow")
     args = ap.parse_args()
+    tree_kind = TREES[args.tree]
+    methods, tree_name = tree_kind["methods"], tree_kind["structure"]
+    flag, updated = tree_kind["updated"]
 
     set_seeds(args.seed)
     ds = load_dataset(
@@ -109,33 +142,35 @@ def main() -> None:
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    opts = {"methods": METHODS, "embedder": args.embedder}
+    opts = {"methods": methods, "embedder": args.embedder, "builders": tree_kind["builders"]}
 
     with RAG.open(work / "fresh", **opts) as fresh:
         fresh_s = _index(fresh, docs)
-        fresh_tree = _tree_entry(work / "fresh")
+        fresh_tree = _tree_entry(work / "fresh", tree_name)
         fresh_chunks = int(fresh.manifest.counts.get("chunks", 0))
         set_seeds(args.seed)
-        fresh_ranked = {m: _retrieve(fresh, questions, m, args.k) for m in METHODS}
+        fresh_ranked = {m: _retrieve(fresh, questions, m, args.k) for m in methods}
 
     inserts = []
     with RAG.open(work / "incremental", **opts) as inc:
         base_s = _index(inc, docs[:n0])
-        base_tree = _tree_entry(work / "incremental")
+        base_tree = _tree_entry(work / "incremental", tree_name)
         base_chunks = int(inc.manifest.counts.get("chunks", 0))
         for batch in batches:
             seconds = _index(inc, batch)
-            tree = _tree_entry(work / "incremental")
-            inserts.append({"documents": len(batch), "wall_s": seconds, "tree": tree, "drift": _drift(inc)})
-            if tree.get("mode") != "incremental":
+            tree = _tree_entry(work / "incremental", tree_name)
+            inserts.append(
+                {"documents": len(batch), "wall_s": seconds, "tree": tree, "drift": _drift(inc, tree_name)}
+            )
+            if tree.get(flag) != updated:
                 raise SystemExit(f"insert of {len(batch)} documents rebuilt the tree: {tree}")
         inc_chunks = int(inc.manifest.counts.get("chunks", 0))
         set_seeds(args.seed)
-        inc_ranked = {m: _retrieve(inc, questions, m, args.k) for m in METHODS}
+        inc_ranked = {m: _retrieve(inc, questions, m, args.k) for m in methods}
 
     ks = tuple(k for k in (2, 5) if k <= args.k) or (args.k,)
     results: dict[str, Any] = {}
-    for m in METHODS:
+    for m in methods:
         same = [set(a) == set(b) for a, b in zip(fresh_ranked[m], inc_ranked[m], strict=True)]
         results[m] = {
             "fresh": _recall(fresh_ranked[m], questions, ks),
@@ -147,6 +182,7 @@ def main() -> None:
             ),
         }
     out = {
+        "tree_kind": args.tree,
         "subset": ds.name,
         "corpus": args.corpus,
         "shuffle_corpus": args.shuffle_corpus,
