@@ -100,7 +100,7 @@ def eval_command(
         [],
         "--set",
         help="Builder setting STRUCTURE.NAME=VALUE, e.g. --set tree.scope=auto (repeatable; "
-        "kept in the cached index's configuration).",
+        "the others at their defaults, whatever an earlier run on the cached index set).",
     ),
     judge: str | None = typer.Option(
         None,
