@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -140,13 +141,9 @@ def test_cli_error_names_the_fix(tmp_path: Path) -> None:
     assert "unknown subset 'nope'" in result.output
 
 
-@needs_data
-def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> None:
-    """An eval serves exactly the methods it runs: a later run does not build (or keep
-    updating) what an earlier one asked for, and a structure asked for again is reused."""
-    from paretorag.storage.manifest import Manifest
-
-    kwargs = dict(
+def _small_cached_run(tmp_path: Path) -> dict[str, Any]:
+    """``run_eval`` settings for three questions, retrieval only, on an index cached in ``tmp_path``."""
+    return dict(
         limit=3,
         ks=(2,),
         corpus="own",
@@ -156,6 +153,15 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
         out_dir=tmp_path / "out",
         cache_dir=tmp_path / "cache",
     )
+
+
+@needs_data
+def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> None:
+    """An eval serves exactly the methods it runs: a later run does not build (or keep
+    updating) what an earlier one asked for, and a structure asked for again is reused."""
+    from paretorag.storage.manifest import Manifest
+
+    kwargs = _small_cached_run(tmp_path)
     first = run_eval(DATA, "musique_dev200", ["vanilla", "bm25"], **kwargs)
     index_dir = Path(first["config"]["index_dir"])
     bm25_dir = index_dir / "structures" / Manifest.load(index_dir).structures["bm25"]["dir"]
@@ -176,21 +182,13 @@ def test_an_eval_builds_only_the_structures_of_its_methods(tmp_path: Path) -> No
     assert again["methods"]["bm25"]["metrics"] == first["methods"]["bm25"]["metrics"]
 
 
+@needs_data
 def test_builder_settings_of_an_earlier_run_do_not_leak_into_the_next(tmp_path: Path) -> None:
     """A run without ``--set`` builds with the defaults, whatever an earlier run on the same
     cached index set; the earlier setting's structure stays cached for when it is asked again."""
     from paretorag.storage.manifest import Manifest
 
-    kwargs = dict(
-        limit=3,
-        ks=(2,),
-        corpus="own",
-        embedder="hash",
-        retrieval_only=True,
-        plots=False,
-        out_dir=tmp_path / "out",
-        cache_dir=tmp_path / "cache",
-    )
+    kwargs = _small_cached_run(tmp_path)
     first = run_eval(DATA, "musique_dev200", ["bm25"], builders={"bm25": {"k1": 0.9}}, **kwargs)
     index_dir = Path(first["config"]["index_dir"])
     assert Manifest.load(index_dir).config.builders == {"bm25": {"k1": 0.9}}

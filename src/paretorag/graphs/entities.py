@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..params import check_positive_int
 from ..providers.nlp import DEFAULT_LABELS, MODEL, EntityExtractor, SentenceMode
+from ..storage.store import MIN_PASSAGE_SHARE
 from .base import BuildContext, Builder, StructureData, cached_per_text, register_builder
 from .graph import Graph, graph_to_structure
 
@@ -62,7 +63,6 @@ AUTO_MAX_DF = 0.02
 AUTO_MIN_DOCUMENTS = 10
 # ``nouns_max_df="auto"``: on long documents, the generic common nouns (chosen on medical@train)
 AUTO_NOUNS_MAX_DF = 0.05
-LONG_DOCUMENTS_BELOW = 0.5  # the share of chunks that are whole documents (as fusion's)
 
 
 def frequent_terms(per_chunk: Sequence[Sequence[Sequence[str]]], max_df: float) -> set[str]:
@@ -283,7 +283,7 @@ class EntityGraph(Builder):
         """``nouns_max_df`` as a number: ``"auto"`` is :data:`AUTO_NOUNS_MAX_DF` on a corpus of
         long documents (fewer than half of the chunks are whole documents), else 1.0."""
         if self.nouns_max_df == "auto":
-            return AUTO_NOUNS_MAX_DF if whole_document_share < LONG_DOCUMENTS_BELOW else 1.0
+            return AUTO_NOUNS_MAX_DF if whole_document_share < MIN_PASSAGE_SHARE else 1.0
         return _fraction("nouns_max_df", self.nouns_max_df)
 
     def build(self, ctx: BuildContext) -> StructureData:

@@ -93,6 +93,12 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+MIN_PASSAGE_SHARE = 0.5
+"""Below this share of chunks that are their whole document, a corpus is one of long documents
+(:meth:`ChunkTable.whole_document_share`): ``fusion`` keeps the walk's order there and the entity
+graph leaves out generic nouns."""
+
+
 @dataclass(frozen=True)
 class ChunkTable:
     """All chunks of an index in canonical order (documents by insertion, then chunk order).

@@ -61,6 +61,7 @@ from threadpoolctl import ThreadpoolController
 from ...errors import ConfigError
 from ...graphs.bm25 import STRUCTURE as BM25_STRUCTURE
 from ...kernels.rank import rrf, top_k
+from ...storage.store import MIN_PASSAGE_SHARE
 from ...textutil import FUSION_STOPWORDS
 from ...types import Scored
 from ..ranking import BRIDGE, FIRST_HOP, SECOND_HOP
@@ -77,7 +78,6 @@ LONG_ORDERS = ("walk", "dense", "model")  # ChunkLearnedFusion's long_order
 FIRST = {name: j for j, name in enumerate(FIRST_HOP)}
 SECOND = {name: j for j, name in enumerate(SECOND_HOP)}
 # below this share of whole-document chunks (a corpus of long pages), the long-document ranker orders
-MIN_PASSAGE_SHARE = 0.5
 DENSE_DEPTH = 50  # dense ranks beyond the candidates still inform dense_rank
 MISSING_DENSE_RANK, MISSING_WALK_RANK, MISSING_BM25_RANK = 60, 40, 1000
 
