@@ -172,6 +172,73 @@ def test_compositional_chain() -> None:
     assert [e.n for e in result.evidence[:2]] == [1, 3]  # the film's passage, then the director's
 
 
+FAMILY = [
+    Passage(1, "Anna of Rhein", "Anna of Rhein (1450 - 1501) was a German noblewoman. She was the daughter of "
+            "Albert III, Duke of Bavaria and Margaret of Lorraine.", 0.9),
+    Passage(2, "Albert III, Duke of Bavaria", "Albert III, Duke of Bavaria (1401 - 1460) was a duke. He was the son "
+            "of Ernest, Duke of Bavaria and Elisabetta Visconti.", 0.8),
+    Passage(3, "Ernest, Duke of Bavaria", "Ernest, Duke of Bavaria (1373 - 1438) was a duke of Bavaria-Munich.", 0.7),
+    Passage(4, "Margaret of Lorraine", "Margaret of Lorraine (1420 - 1490) was the daughter of Princess Isabella "
+            "of Lorraine and Charles II, Duke of Lorraine.", 0.6),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        # two hops of the same relation: the second "father" is read on the father's own page
+        ("Who is the paternal grandfather of Anna Of Rhein?", "Ernest, Duke of Bavaria"),
+        ("Who is Anna Of Rhein's father?", "Albert III, Duke of Bavaria"),  # the name with its title
+        ("Who is Anna Of Rhein's mother?", "Margaret of Lorraine"),  # after the "and"
+        # the mother named first ("daughter of Princess Isabella ... and Charles II")
+        ("Who is the maternal grandfather of Anna Of Rhein?", "Charles II, Duke of Lorraine"),
+    ],
+)
+def test_chains_of_family_relations(question: str, answer: str) -> None:
+    result = Reader().read(question, FAMILY)
+    assert (result.kind, result.answer) == ("chain", answer)
+
+
+def test_full_names_and_their_pages() -> None:
+    from paretorag.answering.reader.chain import canonical, full_name
+
+    s = "He was the son of Karl August, Prince of Waldeck and Pyrmont, and Anna of Brunswick."
+    assert full_name(s, s.index("Karl"), s.index("Karl") + len("Karl August")) == (
+        "Karl August, Prince of Waldeck and Pyrmont"
+    )
+    s = "She was the daughter of Albert III, Duke of Bavaria and Anna of Brunswick."
+    assert full_name(s, s.index("Albert"), s.index("Albert") + 10) == "Albert III, Duke of Bavaria"
+    s = "He was the son of Bernhard II, Prince of Anhalt- Bernburg. He ruled."
+    assert full_name(s, s.index("Bernhard"), s.index("Bernhard") + 11) == "Bernhard II, Prince of Anhalt-Bernburg"
+    reading = read_passages(analyze("Who is X?"), FAMILY, None)
+    assert canonical("Archduke Ernest, Duke of Bavaria", reading) == "Ernest, Duke of Bavaria"
+    tsarina = [Passage(1, "Maria Feodorovna (Dagmar)", "Maria Feodorovna was Empress of Russia.", 0.9)]
+    assert canonical("Maria Feodorovna of Russia", read_passages(analyze("Who?"), tsarina, None)) == "Maria Feodorovna"
+    assert canonical("Ernest", reading) == "Ernest"  # one word names many pages: kept as read
+
+
+def test_chain_anchors_keep_their_first_words() -> None:
+    from paretorag.answering.reader.chain import parse
+
+    assert parse("What nationality is the performer of song When The Stars Go Blue?") == (
+        "When The Stars Go Blue", ("performer",), "nationality")
+    assert parse("Where was the place of death of the director of film The Song Of The Old Days?") == (
+        "The Song Of The Old Days", ("director",), "death_place")
+    # a relation word inside a title-cased name is no relation
+    assert parse("What is the date of death of Papianilla (Wife Of Sidonius Apollinaris)'s husband?") == (
+        "Papianilla (Wife Of Sidonius Apollinaris)", ("husband",), "death_date")
+
+
+def test_chain_reads_the_birth_half_of_a_hyphenated_life_span() -> None:
+    passages = [
+        Passage(1, "The Circus Cyclone", "The Circus Cyclone is a 1925 film directed by Albert S. Rogell.", 0.9),
+        Passage(2, "Albert S. Rogell", "Albert S. Rogell( August 21, 1901 Oklahoma City, Oklahoma- April 7, 1988 "
+                "Los Angeles, California) was an American film director.", 0.8),
+    ]
+    result = Reader().read("Where was the director of film The Circus Cyclone born?", passages)
+    assert (result.kind, result.answer) == ("chain", "Oklahoma City")
+
+
 def test_span_ranker_answers_what_no_rule_reads() -> None:
     passages = [
         Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),

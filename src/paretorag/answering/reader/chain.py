@@ -25,7 +25,7 @@ FAMILY = ("father", "mother", "husband", "wife", "spouse")
 _REL = "|".join((*WORK_RELATIONS, *FAMILY))
 # "... of the director of film X", "... of X's father", "X's father ..."
 _OF_WORK = re.compile(
-    rf"\b(?:the\s+)?({_REL})\s+of\s+(?:the\s+)?(?:film|song|album|book|novel|work|series|play)?\s*(.+)$",
+    rf"\b(?:the\s+)?(?-i:({_REL})\s+of)\s+(?:the\s+)?(?:film|song|album|book|novel|work|series|play)?\s*(.+)$",
     re.IGNORECASE,
 )
 _POSSESSIVE = re.compile(rf"^(.+?)['\u2019]s\s+({_REL})\b")
@@ -34,7 +34,7 @@ _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _PLACE_Q = re.compile(r"\b(?:where|place|city|country)\b", re.IGNORECASE)
 _STEMS = {
     "director": ("direct",),
-    "composer": ("compos", "music by"),
+    "composer": ("compos", "music by", "score", "written by", "song by"),
     "performer": ("perform", "sung by", "recorded by", "by"),
     "producer": ("produc",),
     "author": ("writ", "author", "novel by", "by"),
@@ -63,9 +63,18 @@ _LEAD = re.compile(
 )
 
 
-def _clean_anchor(text: str) -> str:
-    """The entity name of a captured anchor ("did James Stanley (Bishop)" -> "James Stanley (Bishop)")."""
+def _clean_anchor(text: str, *, named: bool = False) -> str:
+    """The entity name of a captured anchor ("did James Stanley (Bishop)" -> "James Stanley (Bishop)").
+
+    ``named``: the text follows "of film", "of song": the name starts there, whatever its first
+    words ("When The Stars Go Blue", "The Song Of The Old Days", "Do You Believe? (Film)").
+    """
     text = text.strip()
+    if named:
+        words = text.split()
+        while words and words[-1][:1].islower():  # "X die", "X born"
+            words.pop()
+        return " ".join(words)
     if " of " in text:  # "the place of death of Gülnuş Sultan": names keep their capital "Of"
         text = text.rsplit(" of ", 1)[1]
     text = _LEAD.sub("", text).strip()
@@ -160,7 +169,7 @@ def parse(question: str) -> tuple[str, tuple[str, ...], str] | None:
         if inner is not None:  # "the spouse of the director of film X"
             relations = [inner.group(1).lower(), *relations]
             anchor = inner.group(2)
-        anchor = _clean_anchor(anchor)
+        anchor = _clean_anchor(anchor, named=True)
     rest = q.replace(anchor, " ") if anchor else q
     if _DEATH.search(rest):
         attribute = "death_place" if _PLACE_Q.search(rest) else "death_date"
@@ -178,6 +187,97 @@ def parse(question: str) -> tuple[str, tuple[str, ...], str] | None:
     return anchor, tuple(relations), attribute
 
 
+_NAME_WORD = r"[A-Z\u00c0-\u024f][\w'\u2019.-]*"
+_RANKS = (
+    "Duke|Duchess|Count|Countess|Prince|Princess|Earl|Baron|Baroness|Baronet|Lord|Lady|Marquess|Marquis|"
+    "Margrave|Landgrave|Elector|Viscount|Viscountess|King|Queen|Emperor|Empress|Archduke|Archduchess|"
+    "Grand Duke|Grand Duchess|Abbess|Seigneur|Heiress"
+)
+# "of Waldeck| and Pyrmont", not "of Bavaria| and Anna of Brunswick" (another person)
+_AND_PLACE = rf"(?:\s+and\s+{_NAME_WORD}(?![\w'\u2019.-])(?!\s+(?:of|de|von|[A-Z])))?"
+# what follows a name in a title: "Johann| of Limburg", "Thomas Howard|, 1st Earl of Effingham",
+# "Karl August|, Prince of Waldeck and Pyrmont", "Henry VIII| the Sparrow"
+_NAME_TAIL = re.compile(
+    rf"^(?:\s+(?:of|de|von|van|zu|the)\s+{_NAME_WORD}(?:\s+{_NAME_WORD})*{_AND_PLACE})?"
+    rf"(?:,\s+(?:\d+(?:st|nd|rd|th)\s+)?(?:{_RANKS})\b(?:\s+(?:of|de|von)\s+{_NAME_WORD}(?:\s+{_NAME_WORD})*"
+    rf"{_AND_PLACE})?)?"
+)
+_CUT = re.compile(r"\.\s+(?=(?:He|She|They|His|Her|It|In|The|After|During)\b)")
+_HONORIFIC_ANY = re.compile(r"^(?:Archduke|Archduchess|Prince|Princess|Grand Duke|Grand Duchess|Lord|Lady|Sir)\s+(?=[A-Z])")
+_BROKEN_HYPHEN = re.compile(r"(?<=\w)-\s+(?=[A-Z])")
+_HONORIFIC = re.compile(r"^(?:King|Queen|Emperor|Empress|Duke|Sir|Caliph|Pharaoh)\s+(?=[A-Z])")
+# "son of A and B", "daughter of A by his wife B": the father before the joint, the mother after it
+_PARENTS = re.compile(r"\b(?:son|daughter|child|children|sons|daughters)\s+of\s+", re.IGNORECASE)
+_FEMALE = re.compile(
+    r"\s*(?:the\s+)?(?:Princess|Queen|Lady|Duchess|Countess|Empress|Archduchess|Grand Duchess|Infanta|Mrs|Madame)\b"
+)
+_JOINT = re.compile(r"\s+(?:and|by)\s+(?:(?:his|her|their)\s+)?(?:(?:first|second|third)\s+)?(?:wife\s+|consort\s+)?")
+
+
+def full_name(sentence: str, start: int, end: int) -> str:
+    """The name at ``sentence[start:end]`` with the title that follows it: spaCy tags "Albert III"
+    in "daughter of Albert III, Duke of Bavaria", and the person's page is "Albert III, Duke of Bavaria"."""
+    tail = _NAME_TAIL.match(sentence[end:])
+    text = sentence[start : end + (tail.end() if tail else 0)].strip()
+    text = _CUT.split(text, maxsplit=1)[0]  # "Artatama I. He ...": a sentence the splitter missed
+    text = _BROKEN_HYPHEN.sub("-", text)  # "Anhalt- Bernburg", as the corpus writes some names
+    return re.sub(r"['\u2019]s$", "", _HONORIFIC.sub("", text)).rstrip(".,;")
+
+
+def _parent(s: str, si: int, relation: str, reading: Reading, title: str) -> str | None:
+    """The father or mother in "son of A and B" (father before the joint, mother after it)."""
+    m = _PARENTS.search(s)
+    if m is None:
+        return None
+    # a parenthesis blanked out, offsets kept: "Stanisław I (1677-1766), King of Poland, and Catherine ..."
+    rest = re.sub(r"\([^()]*\)", lambda p: " " * len(p.group(0)), s[m.end() :])
+    rest = re.split(r";|,\s+(?:who|and\s+(?:the\s+)?(?:brother|sister|grandson|granddaughter))\b", rest)[0]
+    joint = _JOINT.search(rest)
+    first = (m.end(), m.end() + (joint.start() if joint else len(rest)))
+    second = (m.end() + joint.end(), m.end() + len(rest)) if joint else None
+    # the mother named first: "daughter of Princess Madeleine and Christopher O'Neill"
+    if second is not None and _FEMALE.match(s[first[0] : first[1]]) and not _FEMALE.match(s[second[0] : second[1]]):
+        first, second = second, first
+    span = first if relation == "father" else second
+    if span is None:
+        return None
+    lo, hi = span
+    persons = [sp for sp in reading.sent_spans[si] if sp.kind == "person" and key(sp.text) != title]
+    inside = [sp for sp in persons if lo <= sp.start < hi]
+    if inside:
+        return full_name(s, inside[0].start, inside[0].end)
+    words = re.match(rf"(?:the\s+)?((?:{_NAME_WORD}\s*)+)", s[lo:hi])
+    if words is None:
+        return None
+    return full_name(s, lo + words.start(1), lo + words.end(1))
+
+
+def canonical(name: str, reading: Reading) -> str:
+    """The title of the page of ``name``, where the index has one, else ``name``.
+
+    The name as a passage writes it and the page's title differ in their tails: "Maria
+    Feodorovna of Russia" / "Maria Feodorovna", "Archduke Otto von Habsburg" / "Otto von
+    Habsburg", "Edmund Grey" / "Edmund Grey, 1st Earl of Kent" (the index's lookup finds a page
+    by the name before its comma). Forms of one word are not looked up: "John" is many pages.
+    """
+    forms = [name, re.split(r",\s", name, maxsplit=1)[0], _HONORIFIC_ANY.sub("", name)]
+    forms.append(re.split(r"\s+(?:of|de|von)\s+", forms[1], maxsplit=1)[0])
+    titles = {key(p.title): p.title for p in reading.passages}
+    for p in reading.passages:  # "Maria Feodorovna (Dagmar of Denmark)": by its name too
+        titles.setdefault(key(p.title.split("(", 1)[0]), p.title)
+    for form in dict.fromkeys(forms):
+        k = key(form)
+        if len(k.split()) < 2:
+            continue
+        title = titles.get(k)
+        if title is None and reading.lookup is not None:
+            found = reading.lookup(form)
+            title = found.title if found is not None else None
+        if title:
+            return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip() or name
+    return name
+
+
 def related(pi: int, relation: str, reading: Reading) -> tuple[str | None, int | None]:
     """The person of ``relation`` named in passage ``pi`` (its director, father, spouse), and the sentence."""
     cues = _STEMS.get(relation, (relation[:5],))
@@ -185,22 +285,23 @@ def related(pi: int, relation: str, reading: Reading) -> tuple[str | None, int |
     for si in sentences_of(pi, reading):
         s = reading.sentences[si]
         low = s.lower()
+        # the most specific cue first: "written by Lee Hall ... music composed by Stephen Warbeck"
         hits = [low.find(c) for c in cues if low.find(c) >= 0]
         if not hits:
             continue
-        at = min(hits)
+        at = hits[0]
         persons = [sp for sp in reading.sent_spans[si] if sp.kind == "person" and key(sp.text) != title]
-        if relation in ("father", "mother") and re.search(r"\b(?:son|daughter|child) of\b", low):
-            after = [sp for sp in persons if sp.start > at]
-            if after:
-                pick = after[0] if relation == "father" or len(after) == 1 else after[1]
-                return pick.text, si
+        if relation in ("father", "mother") and _PARENTS.search(s) and not re.search(relation, low):
+            parent = _parent(s, si, relation, reading, title)
+            if parent:
+                return parent, si
         if relation in WORK_RELATIONS:
             after = [sp for sp in persons if sp.start >= at]
             if after:
-                return after[0].text, si
+                return full_name(s, after[0].start, after[0].end), si
         if persons:
-            return min(persons, key=lambda sp: abs(sp.start - at)).text, si
+            near = min(persons, key=lambda sp: abs(sp.start - at))
+            return full_name(s, near.start, near.end), si
     return None, None
 
 
@@ -237,7 +338,8 @@ def _paren_place(pi: int, which: int, reading: Reading) -> tuple[str | None, int
         m = _PAREN.search(s)
         if m is None or not re.search(r"[\u2013\u2014-]", m.group(1)):
             continue
-        halves = re.split(r"\s[\u2013\u2014-]\s|[\u2013\u2014]", m.group(1), maxsplit=1)
+        # "6 June 1906, Graz – 2 November 1994, Paris", "August 21, 1901 Oklahoma City, Oklahoma- April 7, 1988 ..."
+        halves = re.split(r"\s[\u2013\u2014-]\s|[\u2013\u2014]|(?<=[a-z])-\s+(?=[A-Z0-9])", m.group(1), maxsplit=1)
         if len(halves) != 2:
             continue
         lo = m.start(1) + (0 if which == 0 else m.group(1).find(halves[1]))
@@ -276,10 +378,12 @@ def attribute_of(pi: int, attribute: str, reading: Reading) -> tuple[str | None,
                     return desc, si
         return None, None
     if attribute == "nationality":
-        for si in sentences_of(pi, reading)[:2]:
-            for sp in reading.sent_spans[si]:
-                if sp.kind in ("norp", "place"):
-                    return sp.text, si
+        # "Hans J. Salter (born in Lviv) was an Austrian composer": the nationality, else a place
+        for kinds in (("norp",), ("place",)):
+            for si in sentences_of(pi, reading)[:2]:
+                for sp in reading.sent_spans[si]:
+                    if sp.kind in kinds:
+                        return sp.text, si
     return None, None
 
 
@@ -294,13 +398,13 @@ def chain(info: QuestionInfo, reading: Reading) -> Verdict | None:
         return None
     cited: list[int] = []
     name = anchor
-    for relation in relations:
+    for step, relation in enumerate(relations, 1):
         found, si = related(pi, relation, reading)
         if found is None or si is None:
             return None
-        name = found
+        name = canonical(found, reading)
         cited.append(si)
-        if relation is relations[-1] and attribute == "person":
+        if step == len(relations) and attribute == "person":
             break
         target = passage_of(name, reading)
         if target is None or target == pi:
