@@ -31,6 +31,11 @@ _OF_WORK = re.compile(
 _POSSESSIVE = re.compile(rf"^(.+?)['\u2019]s\s+({_REL})\b")
 _DEATH = re.compile(r"\b(?:die|died|death)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
+_CAUSE_Q = re.compile(r"\bcause\b|^\s*why\b", re.IGNORECASE)
+_BURIAL_Q = re.compile(r"\b(?:buried|burial|interred|grave)\b", re.IGNORECASE)
+_STUDY_Q = re.compile(r"\b(?:study|studied|graduate|graduated|educated|education|alma mater)\b", re.IGNORECASE)
+_WORK_Q = re.compile(r"\b(?:work|works|worked|employer|employed)\b", re.IGNORECASE)
+_AWARD_Q = re.compile(r"\b(?:award|awards|prize)\b", re.IGNORECASE)
 _PLACE_Q = re.compile(r"\b(?:where|place|city|country)\b", re.IGNORECASE)
 _STEMS = {
     "director": ("direct",),
@@ -129,9 +134,11 @@ def parse(question: str) -> tuple[str, tuple[str, ...], str] | None:
 
     ``relations`` are followed in order from the anchor ("the spouse of the director of
     film X": director, then spouse). The attribute is ``death_place``, ``birth_place``,
-    ``death_date``, ``birth_date``, ``nationality``, ``description`` (an occupation, a
-    genre: the copular complement of the anchor's own passage) or ``person`` (the last
-    related person is the answer, for "who" questions).
+    ``death_date``, ``birth_date``, ``nationality``, ``burial_place``, ``education`` (the
+    school after "studied at", "graduated from"), ``employer``, ``award``, ``description`` (an
+    occupation, a genre: the copular complement of the anchor's own passage) or ``person``
+    (the last related person is the answer, for "who" questions). A cause of death is none of
+    them: such a question is left to the span stages.
     """
     q = question.strip().rstrip("?").strip()
     described = _DESCRIBE.match(q)
@@ -171,11 +178,21 @@ def parse(question: str) -> tuple[str, tuple[str, ...], str] | None:
             anchor = inner.group(2)
         anchor = _clean_anchor(anchor, named=True)
     rest = q.replace(anchor, " ") if anchor else q
-    if _DEATH.search(rest):
+    if _CAUSE_Q.search(rest):  # "What is the cause of death of X's father?": no date, no place
+        return None
+    if _BURIAL_Q.search(rest):
+        attribute = "burial_place"
+    elif _DEATH.search(rest):
         attribute = "death_place" if _PLACE_Q.search(rest) else "death_date"
     elif _BIRTH.search(rest):
         when = re.search(r"\b(?:when|date|birthday)\b", rest, re.I)
         attribute = "birth_place" if _PLACE_Q.search(rest) and not when else "birth_date"
+    elif _STUDY_Q.search(rest):  # before "from": "Where did X's father graduate from?"
+        attribute = "education"
+    elif _WORK_Q.search(rest):
+        attribute = "employer"
+    elif _AWARD_Q.search(rest):
+        attribute = "award"
     elif re.search(r"\b(?:country|nationality)\b|\bfrom$", rest, re.IGNORECASE):
         attribute = "nationality"
     elif _WHO_IS.match(q):  # "Who is X's father?", "Who is the spouse of the director of film X?"
@@ -350,8 +367,44 @@ def _paren_place(pi: int, which: int, reading: Reading) -> tuple[str | None, int
     return None, None
 
 
+_BURIED = re.compile(r"\b(?:buried|interred|entombed|laid to rest)\b", re.IGNORECASE)
+_STUDIED = re.compile(
+    r"\b(?:educated|studied|graduated|graduate|attended|alumnus|alumna|enrolled|degree|studies)\b", re.IGNORECASE
+)
+_WORKED = re.compile(
+    r"\b(?:worked|works|work|employed|professor|lecturer|taught|teaches|joined|fellow|researcher)\b", re.IGNORECASE
+)
+_AWARD = re.compile(
+    r"(?:[A-Z][\w'&.-]*\s+)*(?:Award|Awards|Prize|Medal|Hall of Fame)\b"
+    r"(?:\s+for\s+(?:[A-Z][\w'&.-]*\s*)+)?"
+)
+
+
+def _after(pi: int, cue: re.Pattern[str], kinds: tuple[str, ...], reading: Reading) -> tuple[str | None, int | None]:
+    """The first span of ``kinds`` within 80 characters after ``cue`` in passage ``pi``'s sentences."""
+    for si in sentences_of(pi, reading):
+        s = reading.sentences[si]
+        for m in cue.finditer(s):
+            spans = [sp for sp in reading.sent_spans[si] if sp.kind in kinds and 0 <= sp.start - m.end() <= 80]
+            if spans:
+                return spans[0].text, si
+    return None, None
+
+
 def attribute_of(pi: int, attribute: str, reading: Reading) -> tuple[str | None, int | None]:
     """Read ``attribute`` from passage ``pi`` (a person's page)."""
+    if attribute == "burial_place":
+        return _after(pi, _BURIED, ("place", "org"), reading)
+    if attribute == "education":
+        return _after(pi, _STUDIED, ("org", "place"), reading)
+    if attribute == "employer":
+        return _after(pi, _WORKED, ("org",), reading)
+    if attribute == "award":
+        for si in sentences_of(pi, reading):
+            found = _AWARD.search(reading.sentences[si])
+            if found is not None:
+                return found.group(0).strip().rstrip(".,;"), si
+        return None, None
     if attribute in ("birth_place", "death_place"):
         which = 0 if attribute == "birth_place" else 1
         found = _paren_place(pi, which, reading)
