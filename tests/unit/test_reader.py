@@ -239,6 +239,18 @@ def test_chain_reads_the_birth_half_of_a_hyphenated_life_span() -> None:
     assert (result.kind, result.answer) == ("chain", "Oklahoma City")
 
 
+def test_same_country_reads_the_country_not_the_first_place() -> None:
+    passages = [
+        Passage(1, "Vasilyevsky Island", "Vasilyevsky Island is an island in Saint Petersburg, Russia.", 0.9),
+        Passage(2, "Preobrazheniya Island", "Preobrazheniya Island is an island in the Laptev Sea, Russia.", 0.8),
+        Passage(3, "Moredun Creek", "Moredun Creek is a creek in New South Wales, Australia.", 0.7),
+    ]
+    same = Reader().read("Are Vasilyevsky Island and Preobrazheniya Island located in the same country?", passages)
+    assert (same.kind, same.answer) == ("yesno", "yes")
+    other = Reader().read("Are Vasilyevsky Island and Moredun Creek located in the same country?", passages)
+    assert (other.kind, other.answer) == ("yesno", "no")
+
+
 def test_span_ranker_answers_what_no_rule_reads() -> None:
     passages = [
         Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),

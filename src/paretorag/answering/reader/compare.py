@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ...providers.extractive import content_terms
 from . import confidence as C
-from .candidates import DEMONYMS, Reading, key
+from .candidates import COUNTRIES, DEMONYMS, Reading, key
 from .question import QuestionInfo
 from .spans import DATE, YEAR
 
@@ -195,14 +195,20 @@ def first_date(pi: int, reading: Reading) -> tuple[tuple[int, int, int] | None, 
 
 
 def nationality(pi: int, reading: Reading) -> tuple[str | None, int | None]:
-    """The first nationality (or else country) named in a passage's opening sentences."""
+    """The country of a passage's opening sentences: the first nationality or place that names
+    a country ("an island in Saint Petersburg, Russia": Russia), else the first nationality,
+    else the first place."""
     sis = sentences_of(pi, reading)[:2]
+    first: tuple[str, int] | None = None
     for wanted in ("norp", "place"):
         for si in sis:
             for s in reading.sent_spans[si]:
                 if s.kind == wanted:
-                    return _country_key(s.text), si
-    return None, None
+                    k = _country_key(s.text)
+                    if k in COUNTRIES:
+                        return k, si
+                    first = first or (k, si)
+    return first if first is not None else (None, None)
 
 
 def _country_key(text: str) -> str:
