@@ -180,6 +180,10 @@ FAMILY = [
     Passage(3, "Ernest, Duke of Bavaria", "Ernest, Duke of Bavaria (1373 - 1438) was a duke of Bavaria-Munich.", 0.7),
     Passage(4, "Margaret of Lorraine", "Margaret of Lorraine (1420 - 1490) was the daughter of Princess Isabella "
             "of Lorraine and Charles II, Duke of Lorraine.", 0.6),
+    Passage(5, "Louis of Nassau", "Louis of Nassau was the son of Margaretha van Mechelen and Maurice, Prince "
+            "of Orange.", 0.5),
+    Passage(6, "Maurice, Prince of Orange", "Maurice, Prince of Orange was a stadtholder. He studied in Leiden, "
+            "and his army took Breda.", 0.4),
 ]
 
 
@@ -192,6 +196,9 @@ FAMILY = [
         ("Who is Anna Of Rhein's mother?", "Margaret of Lorraine"),  # after the "and"
         # the mother named first ("daughter of Princess Isabella ... and Charles II")
         ("Who is the maternal grandfather of Anna Of Rhein?", "Charles II, Duke of Lorraine"),
+        # no title says who is who, the father's page does ("He studied ...")
+        ("Who is the father of Louis Of Nassau?", "Maurice, Prince of Orange"),
+        ("Who is the mother of Louis Of Nassau?", "Margaretha van Mechelen"),
     ],
 )
 def test_chains_of_family_relations(question: str, answer: str) -> None:

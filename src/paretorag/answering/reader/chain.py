@@ -14,6 +14,7 @@ father or mother, nationality. When a step fails, the span ranker answers instea
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import confidence as C
 from .candidates import Reading, copulas, description, key
@@ -241,6 +242,35 @@ def full_name(sentence: str, start: int, end: int) -> str:
     return re.sub(r"['\u2019]s$", "", _HONORIFIC.sub("", text)).rstrip(".,;")
 
 
+def _gender(name: str | None, segment: str, reading: Reading) -> str | None:
+    """``"f"`` or ``"m"`` for the person named at the start of ``segment``: a woman's title
+    ("Princess", "Queen" ...), else the pronouns of their page ("she", "her" against "he",
+    "his"; a passage read with that title, else the index's page by that name); else None."""
+    if _FEMALE.match(segment):
+        return "f"
+    if not name:
+        return None
+    k = key(name)
+    page = next((p for p in reading.passages if key(p.title) == k), None)
+    if page is None and reading.lookup is not None:
+        page = reading.lookup(name)
+    if page is None:
+        return None
+    text = page.text[:800]
+    she = len(re.findall(r"\b(?:she|her|hers|herself)\b", text, re.IGNORECASE))
+    he = len(re.findall(r"\b(?:he|his|him|himself)\b", text, re.IGNORECASE))
+    return "f" if she > he else "m" if he > she else None
+
+
+def _name_in(s: str, lo: int, hi: int, persons: list[Any]) -> str | None:
+    """The first person named in ``s[lo:hi]``: spaCy's span with its title, else the capitalised words."""
+    inside = [sp for sp in persons if lo <= sp.start < hi]
+    if inside:
+        return full_name(s, inside[0].start, inside[0].end)
+    words = re.match(rf"\s*(?:the\s+)?((?:{_NAME_WORD}\s*)+)", s[lo:hi])
+    return full_name(s, lo + words.start(1), lo + words.end(1)) if words is not None else None
+
+
 def _parent(s: str, si: int, relation: str, reading: Reading, title: str) -> str | None:
     """The father or mother in "son of A and B" (father before the joint, mother after it)."""
     m = _PARENTS.search(s)
@@ -250,23 +280,18 @@ def _parent(s: str, si: int, relation: str, reading: Reading, title: str) -> str
     rest = re.sub(r"\([^()]*\)", lambda p: " " * len(p.group(0)), s[m.end() :])
     rest = re.split(r";|,\s+(?:who|and\s+(?:the\s+)?(?:brother|sister|grandson|granddaughter))\b", rest)[0]
     joint = _JOINT.search(rest)
-    first = (m.end(), m.end() + (joint.start() if joint else len(rest)))
-    second = (m.end() + joint.end(), m.end() + len(rest)) if joint else None
-    # the mother named first: "daughter of Princess Madeleine and Christopher O'Neill"
-    if second is not None and _FEMALE.match(s[first[0] : first[1]]) and not _FEMALE.match(s[second[0] : second[1]]):
-        first, second = second, first
-    span = first if relation == "father" else second
-    if span is None:
-        return None
-    lo, hi = span
     persons = [sp for sp in reading.sent_spans[si] if sp.kind == "person" and key(sp.text) != title]
-    inside = [sp for sp in persons if lo <= sp.start < hi]
-    if inside:
-        return full_name(s, inside[0].start, inside[0].end)
-    words = re.match(rf"(?:the\s+)?((?:{_NAME_WORD}\s*)+)", s[lo:hi])
-    if words is None:
-        return None
-    return full_name(s, lo + words.start(1), lo + words.end(1))
+    first = _name_in(s, m.end(), m.end() + (joint.start() if joint else len(rest)), persons)
+    if joint is None:
+        return first if relation == "father" else None
+    second = _name_in(s, m.end() + joint.end(), m.end() + len(rest), persons)
+    # the mother named first: "daughter of Princess Madeleine and Christopher O'Neill", or
+    # "son of Margaretha van Mechelen and Maurice, Prince of Orange", whose page says "he"
+    one = _gender(first, s[m.end() : m.end() + joint.start()], reading)
+    two = _gender(second, s[m.end() + joint.end() : m.end() + len(rest)], reading)
+    if (one == "f" or two == "m") and one != "m" and two != "f":
+        first, second = second, first
+    return first if relation == "father" else second
 
 
 def canonical(name: str, reading: Reading) -> str:
