@@ -173,17 +173,45 @@ def test_compositional_chain() -> None:
 
 
 FAMILY = [
-    Passage(1, "Anna of Rhein", "Anna of Rhein (1450 - 1501) was a German noblewoman. She was the daughter of "
-            "Albert III, Duke of Bavaria and Margaret of Lorraine.", 0.9),
-    Passage(2, "Albert III, Duke of Bavaria", "Albert III, Duke of Bavaria (1401 - 1460) was a duke. He was the son "
-            "of Ernest, Duke of Bavaria and Elisabetta Visconti.", 0.8),
-    Passage(3, "Ernest, Duke of Bavaria", "Ernest, Duke of Bavaria (1373 - 1438) was a duke of Bavaria-Munich.", 0.7),
-    Passage(4, "Margaret of Lorraine", "Margaret of Lorraine (1420 - 1490) was the daughter of Princess Isabella "
-            "of Lorraine and Charles II, Duke of Lorraine.", 0.6),
-    Passage(5, "Louis of Nassau", "Louis of Nassau was the son of Margaretha van Mechelen and Maurice, Prince "
-            "of Orange.", 0.5),
-    Passage(6, "Maurice, Prince of Orange", "Maurice, Prince of Orange was a stadtholder. He studied in Leiden, "
-            "and his army took Breda.", 0.4),
+    Passage(
+        1,
+        "Anna of Rhein",
+        "Anna of Rhein (1450 - 1501) was a German noblewoman. She was the daughter of "
+        "Albert III, Duke of Bavaria and Margaret of Lorraine.",
+        0.9,
+    ),
+    Passage(
+        2,
+        "Albert III, Duke of Bavaria",
+        "Albert III, Duke of Bavaria (1401 - 1460) was a duke. He was the son "
+        "of Ernest, Duke of Bavaria and Elisabetta Visconti.",
+        0.8,
+    ),
+    Passage(
+        3,
+        "Ernest, Duke of Bavaria",
+        "Ernest, Duke of Bavaria (1373 - 1438) was a duke of Bavaria-Munich.",
+        0.7,
+    ),
+    Passage(
+        4,
+        "Margaret of Lorraine",
+        "Margaret of Lorraine (1420 - 1490) was the daughter of Princess Isabella "
+        "of Lorraine and Charles II, Duke of Lorraine.",
+        0.6,
+    ),
+    Passage(
+        5,
+        "Louis of Nassau",
+        "Louis of Nassau was the son of Margaretha van Mechelen and Maurice, Prince of Orange.",
+        0.5,
+    ),
+    Passage(
+        6,
+        "Maurice, Prince of Orange",
+        "Maurice, Prince of Orange was a stadtholder. He studied in Leiden, and his army took Breda.",
+        0.4,
+    ),
 ]
 
 
@@ -216,11 +244,17 @@ def test_full_names_and_their_pages() -> None:
     s = "She was the daughter of Albert III, Duke of Bavaria and Anna of Brunswick."
     assert full_name(s, s.index("Albert"), s.index("Albert") + 10) == "Albert III, Duke of Bavaria"
     s = "He was the son of Bernhard II, Prince of Anhalt- Bernburg. He ruled."
-    assert full_name(s, s.index("Bernhard"), s.index("Bernhard") + 11) == "Bernhard II, Prince of Anhalt-Bernburg"
+    assert (
+        full_name(s, s.index("Bernhard"), s.index("Bernhard") + 11)
+        == "Bernhard II, Prince of Anhalt-Bernburg"
+    )
     reading = read_passages(analyze("Who is X?"), FAMILY, None)
     assert canonical("Archduke Ernest, Duke of Bavaria", reading) == "Ernest, Duke of Bavaria"
     tsarina = [Passage(1, "Maria Feodorovna (Dagmar)", "Maria Feodorovna was Empress of Russia.", 0.9)]
-    assert canonical("Maria Feodorovna of Russia", read_passages(analyze("Who?"), tsarina, None)) == "Maria Feodorovna"
+    assert (
+        canonical("Maria Feodorovna of Russia", read_passages(analyze("Who?"), tsarina, None))
+        == "Maria Feodorovna"
+    )
     assert canonical("Ernest", reading) == "Ernest"  # one word names many pages: kept as read
 
 
@@ -228,19 +262,35 @@ def test_chain_anchors_keep_their_first_words() -> None:
     from paretorag.answering.reader.chain import parse
 
     assert parse("What nationality is the performer of song When The Stars Go Blue?") == (
-        "When The Stars Go Blue", ("performer",), "nationality")
+        "When The Stars Go Blue",
+        ("performer",),
+        "nationality",
+    )
     assert parse("Where was the place of death of the director of film The Song Of The Old Days?") == (
-        "The Song Of The Old Days", ("director",), "death_place")
+        "The Song Of The Old Days",
+        ("director",),
+        "death_place",
+    )
     # a relation word inside a title-cased name is no relation
     assert parse("What is the date of death of Papianilla (Wife Of Sidonius Apollinaris)'s husband?") == (
-        "Papianilla (Wife Of Sidonius Apollinaris)", ("husband",), "death_date")
+        "Papianilla (Wife Of Sidonius Apollinaris)",
+        ("husband",),
+        "death_date",
+    )
 
 
 def test_chain_reads_the_birth_half_of_a_hyphenated_life_span() -> None:
     passages = [
-        Passage(1, "The Circus Cyclone", "The Circus Cyclone is a 1925 film directed by Albert S. Rogell.", 0.9),
-        Passage(2, "Albert S. Rogell", "Albert S. Rogell( August 21, 1901 Oklahoma City, Oklahoma- April 7, 1988 "
-                "Los Angeles, California) was an American film director.", 0.8),
+        Passage(
+            1, "The Circus Cyclone", "The Circus Cyclone is a 1925 film directed by Albert S. Rogell.", 0.9
+        ),
+        Passage(
+            2,
+            "Albert S. Rogell",
+            "Albert S. Rogell( August 21, 1901 Oklahoma City, Oklahoma- April 7, 1988 "
+            "Los Angeles, California) was an American film director.",
+            0.8,
+        ),
     ]
     result = Reader().read("Where was the director of film The Circus Cyclone born?", passages)
     assert (result.kind, result.answer) == ("chain", "Oklahoma City")
@@ -249,10 +299,14 @@ def test_chain_reads_the_birth_half_of_a_hyphenated_life_span() -> None:
 def test_same_country_reads_the_country_not_the_first_place() -> None:
     passages = [
         Passage(1, "Vasilyevsky Island", "Vasilyevsky Island is an island in Saint Petersburg, Russia.", 0.9),
-        Passage(2, "Preobrazheniya Island", "Preobrazheniya Island is an island in the Laptev Sea, Russia.", 0.8),
+        Passage(
+            2, "Preobrazheniya Island", "Preobrazheniya Island is an island in the Laptev Sea, Russia.", 0.8
+        ),
         Passage(3, "Moredun Creek", "Moredun Creek is a creek in New South Wales, Australia.", 0.7),
     ]
-    same = Reader().read("Are Vasilyevsky Island and Preobrazheniya Island located in the same country?", passages)
+    same = Reader().read(
+        "Are Vasilyevsky Island and Preobrazheniya Island located in the same country?", passages
+    )
     assert (same.kind, same.answer) == ("yesno", "yes")
     other = Reader().read("Are Vasilyevsky Island and Moredun Creek located in the same country?", passages)
     assert (other.kind, other.answer) == ("yesno", "no")

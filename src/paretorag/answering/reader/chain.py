@@ -34,7 +34,9 @@ _DEATH = re.compile(r"\b(?:die|died|death)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _CAUSE_Q = re.compile(r"\bcause\b|^\s*why\b", re.IGNORECASE)
 _BURIAL_Q = re.compile(r"\b(?:buried|burial|interred|grave)\b", re.IGNORECASE)
-_STUDY_Q = re.compile(r"\b(?:study|studied|graduate|graduated|educated|education|alma mater)\b", re.IGNORECASE)
+_STUDY_Q = re.compile(
+    r"\b(?:study|studied|graduate|graduated|educated|education|alma mater)\b", re.IGNORECASE
+)
 _WORK_Q = re.compile(r"\b(?:work|works|worked|employer|employed)\b", re.IGNORECASE)
 _AWARD_Q = re.compile(r"\b(?:award|awards|prize)\b", re.IGNORECASE)
 _PLACE_Q = re.compile(r"\b(?:where|place|city|country)\b", re.IGNORECASE)
@@ -221,7 +223,9 @@ _NAME_TAIL = re.compile(
     rf"{_AND_PLACE})?)?"
 )
 _CUT = re.compile(r"\.\s+(?=(?:He|She|They|His|Her|It|In|The|After|During)\b)")
-_HONORIFIC_ANY = re.compile(r"^(?:Archduke|Archduchess|Prince|Princess|Grand Duke|Grand Duchess|Lord|Lady|Sir)\s+(?=[A-Z])")
+_HONORIFIC_ANY = re.compile(
+    r"^(?:Archduke|Archduchess|Prince|Princess|Grand Duke|Grand Duchess|Lord|Lady|Sir)\s+(?=[A-Z])"
+)
 _BROKEN_HYPHEN = re.compile(r"(?<=\w)-\s+(?=[A-Z])")
 _HONORIFIC = re.compile(r"^(?:King|Queen|Emperor|Empress|Duke|Sir|Caliph|Pharaoh)\s+(?=[A-Z])")
 # "son of A and B", "daughter of A by his wife B": the father before the joint, the mother after it
@@ -229,7 +233,9 @@ _PARENTS = re.compile(r"\b(?:son|daughter|child|children|sons|daughters)\s+of\s+
 _FEMALE = re.compile(
     r"\s*(?:the\s+)?(?:Princess|Queen|Lady|Duchess|Countess|Empress|Archduchess|Grand Duchess|Infanta|Mrs|Madame)\b"
 )
-_JOINT = re.compile(r"\s+(?:and|by)\s+(?:(?:his|her|their)\s+)?(?:(?:first|second|third)\s+)?(?:wife\s+|consort\s+)?")
+_JOINT = re.compile(
+    r"\s+(?:and|by)\s+(?:(?:his|her|their)\s+)?(?:(?:first|second|third)\s+)?(?:wife\s+|consort\s+)?"
+)
 
 
 def full_name(sentence: str, start: int, end: int) -> str:
@@ -381,7 +387,9 @@ def _paren_place(pi: int, which: int, reading: Reading) -> tuple[str | None, int
         if m is None or not re.search(r"[\u2013\u2014-]", m.group(1)):
             continue
         # "6 June 1906, Graz – 2 November 1994, Paris", "August 21, 1901 Oklahoma City, Oklahoma- April 7, 1988 ..."
-        halves = re.split(r"\s[\u2013\u2014-]\s|[\u2013\u2014]|(?<=[a-z])-\s+(?=[A-Z0-9])", m.group(1), maxsplit=1)
+        halves = re.split(
+            r"\s[\u2013\u2014-]\s|[\u2013\u2014]|(?<=[a-z])-\s+(?=[A-Z0-9])", m.group(1), maxsplit=1
+        )
         if len(halves) != 2:
             continue
         lo = m.start(1) + (0 if which == 0 else m.group(1).find(halves[1]))
@@ -394,10 +402,12 @@ def _paren_place(pi: int, which: int, reading: Reading) -> tuple[str | None, int
 
 _BURIED = re.compile(r"\b(?:buried|interred|entombed|laid to rest)\b", re.IGNORECASE)
 _STUDIED = re.compile(
-    r"\b(?:educated|studied|graduated|graduate|attended|alumnus|alumna|enrolled|degree|studies)\b", re.IGNORECASE
+    r"\b(?:educated|studied|graduated|graduate|attended|alumnus|alumna|enrolled|degree|studies)\b",
+    re.IGNORECASE,
 )
 _WORKED = re.compile(
-    r"\b(?:worked|works|work|employed|professor|lecturer|taught|teaches|joined|fellow|researcher)\b", re.IGNORECASE
+    r"\b(?:worked|works|work|employed|professor|lecturer|taught|teaches|joined|fellow|researcher)\b",
+    re.IGNORECASE,
 )
 _AWARD = re.compile(
     r"(?:[A-Z][\w'&.-]*\s+)*(?:Award|Awards|Prize|Medal|Hall of Fame)\b"
@@ -405,12 +415,16 @@ _AWARD = re.compile(
 )
 
 
-def _after(pi: int, cue: re.Pattern[str], kinds: tuple[str, ...], reading: Reading) -> tuple[str | None, int | None]:
+def _after(
+    pi: int, cue: re.Pattern[str], kinds: tuple[str, ...], reading: Reading
+) -> tuple[str | None, int | None]:
     """The first span of ``kinds`` within 80 characters after ``cue`` in passage ``pi``'s sentences."""
     for si in sentences_of(pi, reading):
         s = reading.sentences[si]
         for m in cue.finditer(s):
-            spans = [sp for sp in reading.sent_spans[si] if sp.kind in kinds and 0 <= sp.start - m.end() <= 80]
+            spans = [
+                sp for sp in reading.sent_spans[si] if sp.kind in kinds and 0 <= sp.start - m.end() <= 80
+            ]
             if spans:
                 return spans[0].text, si
     return None, None
@@ -425,10 +439,10 @@ def attribute_of(pi: int, attribute: str, reading: Reading) -> tuple[str | None,
     if attribute == "employer":
         return _after(pi, _WORKED, ("org",), reading)
     if attribute == "award":
-        for si in sentences_of(pi, reading):
-            found = _AWARD.search(reading.sentences[si])
-            if found is not None:
-                return found.group(0).strip().rstrip(".,;"), si
+        for sk in sentences_of(pi, reading):
+            prize = _AWARD.search(reading.sentences[sk])
+            if prize is not None:
+                return prize.group(0).strip().rstrip(".,;"), sk
         return None, None
     if attribute in ("birth_place", "death_place"):
         which = 0 if attribute == "birth_place" else 1
