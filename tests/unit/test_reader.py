@@ -312,6 +312,24 @@ def test_same_country_reads_the_country_not_the_first_place() -> None:
     assert (other.kind, other.answer) == ("yesno", "no")
 
 
+def test_bridge_comparison_follows_a_director_spacy_does_not_tag() -> None:
+    from paretorag.answering.reader.compare import name_by
+
+    s = "El Tonto is an upcoming comedy film written and directed by Charlie Day."
+    assert name_by(s, s.lower().find("direct")) == "Charlie Day"
+    assert name_by("It was directed in 1990.", 7) is None
+    passages = [
+        Passage(1, "El Tonto", s, 0.9),
+        Passage(2, "Charlie Day", "Charlie Day (born February 9, 1976) is an American actor.", 0.8),
+        Passage(3, "Heart of Doreon", "The Heart of Doreon is a film directed by Robert Bradbury.", 0.7),
+        Passage(
+            4, "Robert Bradbury", "Robert Bradbury (March 23, 1886 - November 24, 1949) was a director.", 0.6
+        ),
+    ]
+    result = Reader().read("Which film whose director was born first, El Tonto or Heart Of Doreon?", passages)
+    assert (result.kind, result.answer) == ("choice", "Heart Of Doreon")
+
+
 def test_span_ranker_answers_what_no_rule_reads() -> None:
     passages = [
         Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),

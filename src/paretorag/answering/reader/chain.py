@@ -18,7 +18,7 @@ from typing import Any
 
 from . import confidence as C
 from .candidates import Reading, copulas, description, key
-from .compare import Verdict, life_dates, passage_of, sentences_of
+from .compare import Verdict, life_dates, name_by, passage_of, sentences_of
 from .question import QuestionInfo
 
 WORK_RELATIONS = ("director", "composer", "performer", "producer", "author", "writer", "creator", "founder")
@@ -347,6 +347,9 @@ def related(pi: int, relation: str, reading: Reading) -> tuple[str | None, int |
             after = [sp for sp in persons if sp.start >= at]
             if after:
                 return full_name(s, after[0].start, after[0].end), si
+            byname = name_by(s, at)  # "directed by Charlie Day", which spaCy tags as a date
+            if byname is not None and passage_of(byname, reading) is not None:
+                return byname, si
         if persons:
             near = min(persons, key=lambda sp: abs(sp.start - at))
             return full_name(s, near.start, near.end), si

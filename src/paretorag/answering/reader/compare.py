@@ -216,8 +216,19 @@ def _country_key(text: str) -> str:
     return DEMONYMS.get(k, k)
 
 
+_BY_NAME = re.compile(r"^\w*\s+by\s+((?:[A-Z\u00c0-\u024f][\w'\u2019.-]*\s*){1,4})")
+
+
+def name_by(sentence: str, at: int) -> str | None:
+    """The capitalised name after "by" at a relation's cue ("directed by Charlie Day"): the
+    small spaCy model tags such names as a date or a place, or not at all."""
+    m = _BY_NAME.match(sentence[at:])
+    return m.group(1).strip().rstrip(".,;") if m is not None else None
+
+
 def _hop(pi: int, relation: str, reading: Reading) -> tuple[int | None, int | None]:
-    """From a work's passage to the passage of its ``relation`` (its director, ...)."""
+    """From a work's passage to the passage of its ``relation`` (its director, ...): the person
+    spaCy tags nearest the cue, else the name after "by" at the cue, where it has a page."""
     stem = _STEM.get(relation.lower(), relation.lower()[:5])
     best: tuple[int, int] | None = None
     for si in sentences_of(pi, reading):
@@ -226,14 +237,18 @@ def _hop(pi: int, relation: str, reading: Reading) -> tuple[int | None, int | No
         at = low.find(stem)
         if at < 0:
             continue
+        names = []
         persons = [sp for sp in reading.sent_spans[si] if sp.kind == "person"]
-        if not persons:
-            continue
-        nearest = min(persons, key=lambda sp: abs(sp.start - at))
-        target = passage_of(nearest.text, reading)
-        if target is not None and target != pi:
-            return target, si
-        if best is None:
+        if persons:
+            names.append(min(persons, key=lambda sp: abs(sp.start - at)).text)
+        byname = name_by(s, at)
+        if byname is not None and byname not in names:
+            names.append(byname)
+        for name in names:
+            target = passage_of(name, reading)
+            if target is not None and target != pi:
+                return target, si
+        if best is None and names:
             best = (-1, si)
     return None, (best[1] if best else None)
 
