@@ -330,6 +330,27 @@ def test_bridge_comparison_follows_a_director_spacy_does_not_tag() -> None:
     assert (result.kind, result.answer) == ("choice", "Heart Of Doreon")
 
 
+def test_a_sentence_answer_from_long_chunks_is_the_best_of_all_their_sentences(minilm) -> None:
+    filler = " ".join(
+        f"The clinic on floor {i} keeps its records in the blue archive room." for i in range(30)
+    )
+    chunk = (
+        filler + " Basal cell carcinoma is the most common type of skin cancer, and it grows slowly. "
+        "It rarely spreads to other parts of the body."
+    )
+    assert len(chunk) > 1600  # a chunk of a long document
+    reader = Reader(minilm)
+    result = reader.read(
+        "Why is basal cell carcinoma the most common type of skin cancer?", [Passage(1, "Skin", chunk, 1.0)]
+    )
+    # the why / how stage reads the first sentences of a chunk only; the answer is further in
+    assert result.kind == "sentence" and result.found
+    assert result.answer.startswith("Basal cell carcinoma is the most common type")
+    assert result.evidence[0].n == 1
+    short = reader.read("Why is basal cell carcinoma common?", [Passage(1, "Skin", chunk[-200:], 1.0)])
+    assert "sentence_of_stage" not in short.trace  # short passages: the stage's own sentence
+
+
 def test_span_ranker_answers_what_no_rule_reads() -> None:
     passages = [
         Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),

@@ -195,6 +195,16 @@ class Reader:
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
         """
+        result = self._read(question, passages, lookup, stored)
+        return self._best_sentence(question, result, passages)
+
+    def _read(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        lookup: Callable[[str], Passage | None] | None,
+        stored: StoredSpans | None,
+    ) -> ReaderResult:
         info = self.analyze(question, stored)
         # only why / how / what-happens questions read the sentences' similarity to the question:
         # a whole sentence answers them
@@ -252,6 +262,57 @@ class Reader:
             if read is not None:
                 return read
         return ranked
+
+    def _best_sentence(
+        self, question: str, result: ReaderResult, passages: Sequence[Passage]
+    ) -> ReaderResult:
+        """A sentence answer from long chunks as the sentence that best answers the question.
+
+        The stages above pick a sentence among the first sentences the reader reads of each
+        chunk (:data:`~paretorag.answering.reader.candidates.Reading.max_sentences`) or the one
+        that holds the span read; over 1,200-token chunks the sentence that answers is often
+        further in. Where a passage is longer than :data:`SPAN_CHARS`, every sentence of the
+        passages is scored as the ``extractive`` answer scores them (question similarity,
+        IDF-weighted term coverage, passage rank, answer type) and the best prose sentence
+        answers; the span stays in ``trace["reader"]["span"]``.
+        """
+        # a withheld phrase answer too: the sentence stage's bar (SENTENCE_MIN) decides it
+        withheld = not result.found and (
+            result.kind == "sentence"
+            or (result.kind == "span" and result.expected in ("phrase", "description"))
+        )
+        if not ((result.found and result.kind == "sentence") or withheld) or self.embedder is None:
+            return result
+        if not any(len(p.text) > SPAN_CHARS for p in passages):
+            return result
+        from ...providers.extractive import ExtractiveLLM, candidates
+
+        cands = candidates(question, [p.text for p in passages], self.embedder)
+        if not cands.sentences:
+            return result
+        scores = ExtractiveLLM().scores(cands)
+        best = next(
+            (int(i) for i in np.argsort(-scores, kind="stable") if _prose(cands.sentences[int(i)])), None
+        )
+        if best is None:
+            return result
+        chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
+        if withheld:
+            similarity = float(np.clip(cands.dense[best], 0.0, 1.0))
+            if similarity < SENTENCE_MIN:
+                return result
+            trace = {**result.trace, "withheld_span": result.trace.get("candidate", "")}
+            return replace(
+                result,
+                answer=chosen.sentence,
+                evidence=(chosen,),
+                kind="sentence",
+                found=True,
+                confidence=similarity,
+                trace=trace,
+            )
+        trace = {**result.trace, "sentence_of_stage": result.answer}
+        return replace(result, answer=chosen.sentence, evidence=(chosen,), trace=trace)
 
     def _ranked(self, info: QuestionInfo, reading: Reading, order: np.ndarray) -> ReaderResult:
         """The candidate ranker's answer: the most probable candidate span, withheld below the threshold."""
