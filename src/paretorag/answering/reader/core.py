@@ -274,9 +274,10 @@ class Reader:
         further in. Where a passage is longer than :data:`SPAN_CHARS`, every sentence of the
         passages is scored as the ``extractive`` answer scores them (question similarity,
         IDF-weighted term coverage, passage rank, answer type) and the best prose sentence
-        answers; the span stays in ``trace["reader"]["span"]``.
+        answers; the span stays in ``trace["reader"]["span"]``. A withheld why / how answer, or
+        a withheld phrase or description answer, is answered so too when that sentence's
+        question similarity reaches :data:`SENTENCE_MIN`, the bar of why / how answers.
         """
-        # a withheld phrase answer too: the sentence stage's bar (SENTENCE_MIN) decides it
         withheld = not result.found and (
             result.kind == "sentence"
             or (result.kind == "span" and result.expected in ("phrase", "description"))
