@@ -351,6 +351,31 @@ def test_a_sentence_answer_from_long_chunks_is_the_best_of_all_their_sentences(m
     assert "sentence_of_stage" not in short.trace  # short passages: the stage's own sentence
 
 
+def test_both_of_a_nationality_reads_each_ones_nationality() -> None:
+    passages = [
+        Passage(
+            1,
+            "King Vidor",
+            "King Vidor (February 8, 1894 - November 1, 1982) was an American film director.",
+            0.9,
+        ),
+        Passage(
+            2,
+            "Géza von Cziffra",
+            "Géza von Cziffra (1900 - 1989) was a Hungarian film director who directed American films.",
+            0.8,
+        ),
+        Passage(
+            3, "John Ford", "John Ford (1894 - 1973) was an American film director, known for westerns.", 0.7
+        ),
+    ]
+    mixed = Reader().read("Are King Vidor and Géza von Cziffra both American directors?", passages)
+    # both passages say "American" and "director": the words alone would say yes
+    assert (mixed.kind, mixed.answer) == ("yesno", "no")
+    same = Reader().read("Are King Vidor and John Ford both American directors?", passages)
+    assert (same.kind, same.answer) == ("yesno", "yes")
+
+
 def test_span_ranker_answers_what_no_rule_reads() -> None:
     passages = [
         Passage(1, "Peru", "Lima is the capital of Peru. Peru borders Chile.", 0.9),

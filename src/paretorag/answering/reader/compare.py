@@ -422,6 +422,9 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
     )
 
 
+_BOTH_NORP = re.compile(r"\bboth\s+([A-Z][a-z]+)\b")
+
+
 def yes_no(info: QuestionInfo, reading: Reading) -> Verdict:
     """Answer a yes/no question: same nationality / country, or "both ..." by the passages' words."""
     cited: list[int] = []
@@ -452,6 +455,21 @@ def yes_no(info: QuestionInfo, reading: Reading) -> Verdict:
             )
         return Verdict("yes", C.NATIONALITY_MISSING, tuple(dict.fromkeys(cited)), "nationality not found")
     names = pair or info.entities[:2]
+    both = _BOTH_NORP.search(info.text)
+    if len(names) == 2 and both is not None and key(both.group(1)) in DEMONYMS:
+        # "Are King Vidor and Géza von Cziffra both American directors?": each one's nationality
+        asked = DEMONYMS[key(both.group(1))]
+        read: list[str | None] = []
+        for name in names:
+            pi = passage_of(name, reading)
+            value, si = nationality(pi, reading) if pi is not None else (None, None)
+            if si is not None:
+                cited.append(si)
+            read.append(value)
+        if any(v is not None and v in COUNTRIES and v != asked for v in read):
+            return Verdict("no", C.SAME_NATIONALITY, tuple(dict.fromkeys(cited)), f"{read} vs {asked}")
+        if all(v == asked for v in read):
+            return Verdict("yes", C.SAME_NATIONALITY, tuple(dict.fromkeys(cited)), f"{read} vs {asked}")
     exclude: set[str] = set()
     for n in names:
         exclude |= content_terms(n)
