@@ -46,6 +46,19 @@ def test_options_keep_commas_inside_titles() -> None:
         "Fidel Kuri Grajales",
     )
     assert split_options("Who directed Up?") == ()
+    # an event of each option, and "Between A and B, which ..."
+    assert split_options(
+        "Which came first the forming of The Dandy Warhols or the birth of Robert Young?"
+    ) == (
+        "Dandy Warhols",
+        "Robert Young",
+    )
+    assert split_options(
+        "Between Iain Banks and Irwin Shaw, which writer has had a more diverse career?"
+    ) == (
+        "Iain Banks",
+        "Irwin Shaw",
+    )
 
 
 def test_relation_terms_exclude_the_named_entity() -> None:

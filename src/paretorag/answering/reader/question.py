@@ -109,6 +109,14 @@ def wh_type(question: str) -> str:
     return first[0] if first else "other"
 
 
+_BETWEEN = re.compile(
+    r"^between\s+(?:the\s+)?(.+?)\s+and\s+(?:the\s+)?(.+?),\s*(?:which|who|what)\b", re.IGNORECASE
+)
+_EVENT_OF = re.compile(
+    r"\b(?:the\s+)?(?:forming|formation|founding|birth|death|release|creation|establishment|opening)\s+of\s+(?:the\s+)?(?=[A-Z0-9])"
+)
+
+
 def split_options(question: str) -> tuple[str, ...]:
     """The two named options of "..., A or B?" (or "Is A or B ...?"); empty when there are none.
 
@@ -117,8 +125,12 @@ def split_options(question: str) -> tuple[str, ...]:
     the two capitalized phrases around " or ".
     """
     q = question.strip().rstrip("?").strip()
+    between = _BETWEEN.match(q)  # "Between Iain Banks and Irwin Shaw, which writer ..."
+    if between is not None:
+        return (between.group(1).strip(), between.group(2).strip())
     if not re.search(r"\bor\b", q, re.IGNORECASE):
         return ()
+    q = _EVENT_OF.sub("", q)  # "the forming of The Dandy Warhols or the birth of Robert Young"
     _head, comma, tail = q.partition(",")
     if comma and re.search(r"\bor\b", tail, re.IGNORECASE):
         parts = [p.strip(" ,\"'") for p in _OR_SPLIT.split(tail.strip(), maxsplit=1)]
