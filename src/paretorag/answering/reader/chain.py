@@ -14,12 +14,13 @@ father or mother, nationality. When a step fails, the span ranker answers instea
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from . import confidence as C
 from .candidates import Reading, copulas, description, key
 from .compare import Verdict, life_dates, name_by, passage_of, sentences_of
 from .question import QuestionInfo
+from .spans import Span
 
 WORK_RELATIONS = ("director", "composer", "performer", "producer", "author", "writer", "creator", "founder")
 FAMILY = ("father", "mother", "husband", "wife", "spouse")
@@ -78,17 +79,13 @@ def _clean_anchor(text: str, *, named: bool = False) -> str:
     words ("When The Stars Go Blue", "The Song Of The Old Days", "Do You Believe? (Film)").
     """
     text = text.strip()
-    if named:
-        words = text.split()
-        while words and words[-1][:1].islower():  # "X die", "X born"
-            words.pop()
-        return " ".join(words)
-    if " of " in text:  # "the place of death of Gülnuş Sultan": names keep their capital "Of"
-        text = text.rsplit(" of ", 1)[1]
-    text = _LEAD.sub("", text).strip()
-    text = re.sub(r"^(?:the\s+)?(?:film|song|album|book|novel)\s+", "", text, flags=re.IGNORECASE)
+    if not named:
+        if " of " in text:  # "the place of death of Gülnuş Sultan": names keep their capital "Of"
+            text = text.rsplit(" of ", 1)[1]
+        text = _LEAD.sub("", text).strip()
+        text = re.sub(r"^(?:the\s+)?(?:film|song|album|book|novel)\s+", "", text, flags=re.IGNORECASE)
     words = text.split()
-    while words and words[-1][:1].islower():  # "... Mirabelle work at", "... Countess is"
+    while words and words[-1][:1].islower():  # "X die", "... Mirabelle work at", "... Countess is"
         words.pop()
     return " ".join(words)
 
@@ -268,7 +265,7 @@ def _gender(name: str | None, segment: str, reading: Reading) -> str | None:
     return "f" if she > he else "m" if he > she else None
 
 
-def _name_in(s: str, lo: int, hi: int, persons: list[Any]) -> str | None:
+def _name_in(s: str, lo: int, hi: int, persons: Sequence[Span]) -> str | None:
     """The first person named in ``s[lo:hi]``: spaCy's span with its title, else the capitalised words."""
     inside = [sp for sp in persons if lo <= sp.start < hi]
     if inside:
@@ -334,10 +331,9 @@ def related(pi: int, relation: str, reading: Reading) -> tuple[str | None, int |
         s = reading.sentences[si]
         low = s.lower()
         # the most specific cue first: "written by Lee Hall ... music composed by Stephen Warbeck"
-        hits = [low.find(c) for c in cues if low.find(c) >= 0]
-        if not hits:
+        at = next((low.find(c) for c in cues if c in low), None)
+        if at is None:
             continue
-        at = hits[0]
         persons = [sp for sp in reading.sent_spans[si] if sp.kind == "person" and key(sp.text) != title]
         if relation in ("father", "mother") and _PARENTS.search(s) and not re.search(relation, low):
             parent = _parent(s, si, relation, reading, title)

@@ -466,7 +466,7 @@ def yes_no(info: QuestionInfo, reading: Reading) -> Verdict:
             if si is not None:
                 cited.append(si)
             read.append(value)
-        if any(v is not None and v in COUNTRIES and v != asked for v in read):
+        if any(v in COUNTRIES and v != asked for v in read):
             return Verdict("no", C.SAME_NATIONALITY, tuple(dict.fromkeys(cited)), f"{read} vs {asked}")
         if all(v == asked for v in read):
             return Verdict("yes", C.SAME_NATIONALITY, tuple(dict.fromkeys(cited)), f"{read} vs {asked}")

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...providers.base import Completion, Embedder, Request
 from ...providers.extractive import ExtractiveLLM, content_terms
+from ...providers.extractive import candidates as extractive_candidates
 from ...textutil import reading_sentences
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
@@ -55,6 +56,8 @@ SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a soft
 SPAN_FLOOR = 0.1
 PROSE_CHARS = 400  # a sentence answer is at most this long (else the span answers)
 SENTENCE_MIN = 0.35  # a why/how evidence sentence needs at least this question similarity to count as found
+# scores every sentence of long chunks for a sentence answer, as the ``extractive`` answer does
+_SENTENCE_SCORER = ExtractiveLLM()
 CHOICE_MIN = 0.25  # a choice or yes/no read from the passages at least this surely is answered
 
 
@@ -286,12 +289,10 @@ class Reader:
             return result
         if not any(len(p.text) > SPAN_CHARS for p in passages):
             return result
-        from ...providers.extractive import ExtractiveLLM, candidates
-
-        cands = candidates(question, [p.text for p in passages], self.embedder)
+        cands = extractive_candidates(question, [p.text for p in passages], self.embedder)
         if not cands.sentences:
             return result
-        scores = ExtractiveLLM().scores(cands)
+        scores = _SENTENCE_SCORER.scores(cands)
         best = next(
             (int(i) for i in np.argsort(-scores, kind="stable") if _prose(cands.sentences[int(i)])), None
         )

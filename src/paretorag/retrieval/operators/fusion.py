@@ -77,7 +77,6 @@ LONG_ORDERS = ("walk", "dense", "model")  # ChunkLearnedFusion's long_order
 # feature columns by name (the models' order: ranking.FIRST_HOP, ranking.SECOND_HOP)
 FIRST = {name: j for j, name in enumerate(FIRST_HOP)}
 SECOND = {name: j for j, name in enumerate(SECOND_HOP)}
-# below this share of whole-document chunks (a corpus of long pages), the long-document ranker orders
 DENSE_DEPTH = 50  # dense ranks beyond the candidates still inform dense_rank
 MISSING_DENSE_RANK, MISSING_WALK_RANK, MISSING_BM25_RANK = 60, 40, 1000
 
