@@ -364,6 +364,93 @@ def test_a_sentence_answer_from_long_chunks_is_the_best_of_all_their_sentences(m
     assert "sentence_of_stage" not in short.trace  # short passages: the stage's own sentence
 
 
+def test_a_writing_request_is_answered_by_several_sentences_in_their_order(minilm) -> None:
+    guide = [
+        Passage(
+            1,
+            "Skin",
+            "Basal cell carcinoma grows slowly. Surgery removes most basal cell carcinomas. "
+            "Follow-up includes a full skin exam once a year. The clinic opens at nine.",
+            1.0,
+        ),
+        Passage(
+            2,
+            "Risk",
+            "Fair skin and sun exposure raise the risk of basal cell carcinoma. "
+            "Immune suppression after an organ transplant raises it too. What causes basal cell carcinoma?",
+            0.5,
+        ),
+    ]
+    reader = Reader(minilm)
+    result = reader.read(
+        "Imagine you are a dermatologist. Write a short note on the risks, treatment and follow-up "
+        "of basal cell carcinoma for a patient.",
+        guide,
+    )
+    assert result.kind == "sentence" and result.found and result.trace["stage"] == "compose"
+    assert 3 <= len(result.evidence) <= 5  # several sentences, not one span
+    said = [e.sentence for e in result.evidence]
+    assert "What causes basal cell carcinoma?" not in said  # a heading phrased as a question answers nothing
+    # in the passages' order: passage 1's sentences before passage 2's
+    assert [e.n for e in result.evidence] == sorted(e.n for e in result.evidence)
+    assert result.answer == " ".join(said)
+    # a question is no writing request: one short answer as before
+    assert reader.read("What does surgery remove?", guide).trace.get("stage") != "compose"
+
+
+def test_a_yes_no_question_over_long_chunks_is_answered_by_its_sentence(minilm) -> None:
+    filler = " ".join(
+        f"The clinic on floor {i} keeps its records in the blue archive room." for i in range(60)
+    )
+    chunk = filler + " Imaging such as a CT scan may be used in the diagnosis of basal cell carcinoma."
+    assert len(chunk) > 4000  # a chunk of a long document, not an encyclopaedia article
+    reader = Reader(minilm)
+    question = "Is imaging sometimes used in the diagnosis of basal cell carcinoma?"
+    result = reader.read(question, [Passage(1, "Skin", chunk, 1.0)])
+    assert result.kind == "sentence" and result.found
+    assert result.answer.startswith("Imaging such as a CT scan")
+    assert "yesno_of_stage" in result.trace
+    short = reader.read(question, [Passage(1, "Skin", chunk[-90:], 1.0)])
+    assert short.kind == "yesno"  # short passages keep the yes/no answer
+
+
+def test_choice_by_each_options_own_event_and_a_century() -> None:
+    passages = [
+        Passage(
+            1,
+            "The Dandy Warhols",
+            "The Dandy Warhols are an American rock band, formed in Portland in 1994.",
+            1.0,
+        ),
+        Passage(
+            2,
+            "Robert Young (musician)",
+            "Robert Young (1964 - 9 September 2014) was a Scottish musician.",
+            0.9,
+        ),
+    ]
+    result = Reader().read(
+        "Which came first the forming of The Dandy Warhols or the birth of Robert Young?", passages
+    )
+    assert (result.kind, result.answer) == ("choice", "Robert Young")
+    magazines = [
+        Passage(
+            1,
+            "Home Monthly",
+            "Home Monthly was a women's magazine published in Pittsburgh in the late 19th century.",
+            1.0,
+        ),
+        Passage(
+            2, "Mirabella", "Mirabella was a women's magazine published from June 1989 to April 2000.", 0.9
+        ),
+    ]
+    result = Reader().read(
+        "Which women's magazine was published first, Mirabella or Home Monthly?", magazines
+    )
+    assert (result.kind, result.answer) == ("choice", "Home Monthly")
+    assert "1885" in result.trace["compared"]
+
+
 def test_both_of_a_nationality_reads_each_ones_nationality() -> None:
     passages = [
         Passage(

@@ -185,12 +185,23 @@ def life_dates(
     return None, None, None
 
 
+_CENTURY = re.compile(r"\b(?:(early|mid|late)[- ]+)?(\d{1,2})(?:st|nd|rd|th)[- ]century\b", re.IGNORECASE)
+_PART_OF_CENTURY = {"early": 10, "mid": 50, "late": 85}
+
+
 def first_date(pi: int, reading: Reading) -> tuple[tuple[int, int, int] | None, int | None]:
-    """The first date of a passage ("is a 1951 American film", "founded in 1987")."""
-    for si in sentences_of(pi, reading)[:4]:
+    """The first date of a passage ("is a 1951 American film", "founded in 1987"); a century
+    where a sentence gives no year ("published in the late 19th century": 1885)."""
+    sentences = sentences_of(pi, reading)[:4]
+    for si in sentences:
         m = DATE.search(reading.sentences[si])
         if m is not None:
             return parse_date(m.group(0)), si
+    for si in sentences:
+        c = _CENTURY.search(reading.sentences[si])
+        if c is not None:
+            part = _PART_OF_CENTURY.get((c.group(1) or "mid").lower(), 50)
+            return ((int(c.group(2)) - 1) * 100 + part, 0, 0), si
     return None, None
 
 
@@ -261,6 +272,22 @@ def _attribute(question: str) -> str:
     if _BIRTH.search(question):
         return "birth"
     return "date"
+
+
+def _option_attribute(question: str, option: str, default: str) -> str:
+    """The date an option is compared by where the question names its own event ("the forming of
+    *The Dandy Warhols* or the birth of *Robert Young*": a band's first date, a person's birth),
+    else ``default``."""
+    m = re.search(
+        r"\b(forming|formation|founding|birth|death|release|creation|establishment|opening)\s+of\s+(?:the\s+)?"
+        + re.escape(option),
+        question,
+        re.IGNORECASE,
+    )
+    if m is None:
+        return default
+    event = m.group(1).lower()
+    return "birth" if event == "birth" else "death" if event == "death" else "date"
 
 
 def _coverage(info: QuestionInfo, pi: int, reading: Reading, exclude: set[str]) -> tuple[float, int | None]:
@@ -381,7 +408,8 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
                     cited.append(si)
                 target = hop if hop is not None else -1
             if target >= 0:
-                value, si = _read_value(attribute, target, reading)
+                own = _option_attribute(info.text, option, attribute) if bridge is None else attribute
+                value, si = _read_value(own, target, reading)
                 if si is not None:
                     cited.append(si)
         values.append(value)

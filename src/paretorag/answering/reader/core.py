@@ -51,6 +51,16 @@ _DESCRIBE = re.compile(
     r"|(?:list|name|describe|explain|summari[sz]e|outline|identify|compare)\b)",
     re.IGNORECASE,
 )
+# a request to write something ("Imagine you are ...", "Rewrite ... as a referral letter", "As a
+# pulmonologist, write ..."): no span or sentence answers it; several sentences of the passages do
+_COMPOSE = re.compile(
+    r"^\s*(?:imagine|pretend|reframe|rewrite|transform|write|draft|compose|create|prepare|produce"
+    r"|generate|summari[sz]e|convert|turn|assume\s+(?:the\s+role|you)|you\s+are|you're|acting\s+as"
+    r"|in\s+the\s+role\s+of|as\s+an?\s+[\w\s/()-]{1,100}?,\s*(?:you|i|write|draft|prepare|create"
+    r"|compose|summari[sz]e|explain|describe|outline|rewrite|develop|design|construct|provide|give)\b)",
+    re.IGNORECASE,
+)
+COMPOSE_SENTENCES = 5  # sentences in the answer to a writing request (chosen on medical@train)
 SPAN_MIN = 0.5  # in first / fallback mode: the span model's probability (a softmax over its candidates)
 # in compare mode a span the other stages did not read needs at least this probability
 SPAN_FLOOR = 0.1
@@ -198,8 +208,53 @@ class Reader:
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
         """
+        if _COMPOSE.match(question) and self.embedder is not None:
+            composed = self._composed(question, passages)
+            if composed is not None:
+                return composed
         result = self._read(question, passages, lookup, stored)
         return self._best_sentence(question, result, passages)
+
+    def _composed(self, question: str, passages: Sequence[Passage]) -> ReaderResult | None:
+        """A writing request ("Imagine you are an oncologist. Write a treatment plan for ...",
+        "Rewrite ... as a referral letter") answered as the :data:`COMPOSE_SENTENCES` best prose
+        sentences of the passages, scored as the ``extractive`` answer scores them, in the
+        passages' order: the reader cannot write, and a span or a single sentence says a
+        fraction of what such a request asks for. Withheld, with the closest sentences, when
+        the best one's question similarity is under :data:`SENTENCE_MIN`."""
+        cands = extractive_candidates(question, [p.text for p in passages], self.embedder)
+        if not cands.sentences:
+            return None
+        scores = _SENTENCE_SCORER.scores(cands)
+        chosen: list[int] = []
+        seen: set[str] = set()
+        for i in np.argsort(-scores, kind="stable"):
+            text = cands.sentences[int(i)]
+            k = " ".join(text.lower().split())
+            if k in seen or not _prose(text):
+                continue
+            seen.add(k)
+            chosen.append(int(i))
+            if len(chosen) == COMPOSE_SENTENCES:
+                break
+        if not chosen:
+            return None
+        similarity = float(np.clip(cands.dense[chosen[0]], 0.0, 1.0))
+        found = similarity >= SENTENCE_MIN
+        in_order = sorted(chosen, key=lambda i: (int(cands.passage[i]), int(cands.position[i])))
+        evidence = tuple(
+            Evidence(cands.sentences[i], passages[int(cands.passage[i]) - 1].n)
+            for i in (in_order if found else chosen)
+        )
+        return ReaderResult(
+            " ".join(e.sentence for e in evidence) if found else "",
+            evidence,
+            similarity,
+            found,
+            "sentence",
+            "phrase",
+            trace={"stage": "compose", "sentences": len(evidence)},
+        )
 
     def _read(
         self,
@@ -279,13 +334,32 @@ class Reader:
         IDF-weighted term coverage, passage rank, answer type) and the best prose sentence
         answers; the span stays in ``trace["reader"]["span"]``. A withheld why / how answer, or
         a withheld phrase or description answer, is answered so too when that sentence's
-        question similarity reaches :data:`SENTENCE_MIN`, the bar of why / how answers.
+        question similarity reaches :data:`SENTENCE_MIN`, the bar of why / how answers. Where the
+        evidence comes from a chunk of a long document (longer than :data:`LONG_CHUNK_CHARS`), so
+        is a phrase span whose own sentence is no prose, and a yes/no question (its verdict, read
+        by rules written for short encyclopaedia passages, stays in
+        ``trace["reader"]["yesno_of_stage"]``): "Is imaging used in the diagnosis of BCC?" is
+        answered by the guide's sentence that says how it is used.
         """
         withheld = not result.found and (
             result.kind == "sentence"
             or (result.kind == "span" and result.expected in ("phrase", "description"))
         )
-        if not ((result.found and result.kind == "sentence") or withheld) or self.embedder is None:
+        # a yes/no verdict, or a phrase span that :func:`described` left alone (its own sentence is
+        # no prose: a PDF's run-on headings), read from a long chunk
+        first = result.evidence[0].n if result.evidence else None
+        from_long = any(p.n == first and len(p.text) > LONG_CHUNK_CHARS for p in passages)
+        yesno = result.kind == "yesno" and from_long
+        phrase = (
+            result.found
+            and result.kind == "span"
+            and result.expected in ("phrase", "description")
+            and from_long
+        )
+        if (
+            not ((result.found and result.kind == "sentence") or withheld or yesno or phrase)
+            or self.embedder is None
+        ):
             return result
         if not any(len(p.text) > SPAN_CHARS for p in passages):
             return result
@@ -293,17 +367,33 @@ class Reader:
         if not cands.sentences:
             return result
         scores = _SENTENCE_SCORER.scores(cands)
+        span = key(result.answer)
         best = next(
-            (int(i) for i in np.argsort(-scores, kind="stable") if _prose(cands.sentences[int(i)])), None
+            (
+                int(i)
+                for i in np.argsort(-scores, kind="stable")
+                if _prose(cands.sentences[int(i)])
+                and (not phrase or f" {span} " in f" {key(cands.sentences[int(i)])} ")
+            ),
+            None,
         )
         if best is None:
             return result
+        if phrase:
+            chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
+            trace = {**result.trace, "span": result.answer}
+            return replace(result, answer=chosen.sentence, evidence=(chosen,), kind="sentence", trace=trace)
         chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
-        if withheld:
+        if withheld or yesno:
             similarity = float(np.clip(cands.dense[best], 0.0, 1.0))
             if similarity < SENTENCE_MIN:
                 return result
-            trace = {**result.trace, "withheld_span": result.trace.get("candidate", "")}
+            said = (
+                {"yesno_of_stage": result.answer}
+                if yesno
+                else {"withheld_span": result.trace.get("candidate", "")}
+            )
+            trace = {**result.trace, **said}
             return replace(
                 result,
                 answer=chosen.sentence,
@@ -569,7 +659,10 @@ def described(
 
 def _prose(sentence: str) -> bool:
     """A sentence a reader can take as an answer: at most :data:`PROSE_CHARS` characters, at least
-    half of its tokens words (not the run-together cells of a table extracted from a PDF)."""
+    half of its tokens words (not the run-together cells of a table extracted from a PDF), and not
+    a question (a guide's heading "What causes a glioma?" is like the question and answers nothing)."""
+    if sentence.rstrip().endswith("?"):
+        return False
     tokens = sentence.split()
     words = sum(t.strip(".,;:()\"'").isalpha() for t in tokens)
     return 0 < len(sentence) <= PROSE_CHARS and words >= len(tokens) / 2
@@ -584,6 +677,9 @@ def passages_of(items: Sequence[Any]) -> list[Passage]:
 
 
 SPAN_CHARS = 1600  # about one 384-token window of the span model per passage
+# a chunk cut from a long document (a report, a guide: 1,200-token chunks run 4,800-5,600
+# characters), not an encyclopaedia article's opening paragraphs (at most 3,000 in HotpotQA and MuSiQue)
+LONG_CHUNK_CHARS = 4000
 
 
 def same_answer(a: str, b: str) -> bool:
