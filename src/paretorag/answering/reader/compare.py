@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ...providers.extractive import content_terms
 from . import confidence as C
-from .candidates import COUNTRIES, DEMONYMS, Reading, key
+from .candidates import COUNTRIES, DEMONYMS, Reading, description, key
 from .question import QuestionInfo
 from .spans import DATE, YEAR
 
@@ -450,6 +450,88 @@ def choose(info: QuestionInfo, reading: Reading) -> Verdict:
     )
 
 
+# "What profession did *A* and *B* both hold?", "What do *A* and *B* have in common?", "To what
+# group of plants do both *A* and *B* belong?"
+_COMMON = re.compile(
+    r"\b(?:do|does|did|are|were|is|was)\s+(?:both\s+)?(?:the\s+|an?\s+)?(.+?)\s+and\s+(?:the\s+|an?\s+)?(.+?)"
+    r"\s+(?:both\s+)?(?:have|has|had|hold|held|belong|belonged|share|shared)\b",
+    re.IGNORECASE,
+)
+_IN_COMMON = re.compile(r"\b(?:in common|both|share|shared)\b", re.IGNORECASE)
+# the question asks for a kind of thing (an occupation, a group): a nationality is no answer
+_KIND_WORDS = re.compile(
+    r"\b(?:profession|occupation|job|role|career|type|kind|group|genre|position|sport|field)s?\b",
+    re.IGNORECASE,
+)
+# "X is an *American novelist and short story writer*": the complement, list and all
+_IS_A = re.compile(
+    r"\b(?:is|was|are|were)\s+(?:an?|the|one of the)\s+([^.;()]+?)"
+    r"(?=\s*(?:[.;(]|\s(?:who|which|that|from|in|based|born|known|best|whose|with|by|for|on|at)\b|$))"
+)
+_ITEMS = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+")
+
+
+def _called(pi: int, reading: Reading) -> tuple[list[list[str]], int | None]:
+    """What a passage's opening sentences call their subject, as word lists ("an American
+    novelist and short story writer": [american, novelist], [short, story, writer])."""
+    for si in sentences_of(pi, reading)[:2]:
+        m = _IS_A.search(reading.sentences[si])
+        if m is not None:
+            items = [i.split() for i in _ITEMS.split(m.group(1)) if i.strip()]
+            return [i for i in items if i], si
+    return [], None
+
+
+def _same_word(a: str, b: str) -> bool:
+    a, b = a.lower(), b.lower()
+    return a == b or a.rstrip("s") == b.rstrip("s")
+
+
+def in_common(info: QuestionInfo, reading: Reading) -> Verdict | None:
+    """What two named things have in common, read from what each one's passage calls it: the
+    longest shared ending of the two descriptions ("an American *film director*" and "an
+    American *film director* and screenwriter": film director), without a leading nationality
+    where the question asks for a kind of thing; for "What do A and B have in common?" the
+    shared nationality when nothing else is shared. None when the question is not of this
+    form, a passage is missing or nothing is shared (the span stages answer then)."""
+    if info.wh not in ("what", "which", "other") or not _IN_COMMON.search(info.text):
+        return None
+    m = _COMMON.search(info.text)
+    if m is None:
+        return None
+    called: list[list[list[str]]] = []
+    cited: list[int] = []
+    for name in (m.group(1), m.group(2)):
+        pi = passage_of(name.strip(" \"'"), reading)
+        if pi is None:
+            return None
+        items, si = _called(pi, reading)
+        if not items or si is None:
+            return None
+        called.append(items)
+        cited.append(si)
+    kind = bool(_KIND_WORDS.search(info.text))
+    best: list[str] = []
+    for a in called[0]:
+        for b in called[1]:
+            n = 0
+            while n < min(len(a), len(b)) and _same_word(a[-1 - n], b[-1 - n]):
+                n += 1
+            shared = b[len(b) - n :]
+            if kind:
+                shared = description(" ".join(shared)).split()
+            if len(shared) > len(best):
+                best = shared
+    if not best and not kind:
+        first_a, first_b = called[0][0][0], called[1][0][0]
+        if first_a.lower() in DEMONYMS and _same_word(first_a, first_b):
+            best = [first_b]
+    if not best:
+        return None
+    answer = " ".join(best)
+    return Verdict(answer, C.COMMON_WORDS, tuple(cited), f"common: {answer}")
+
+
 _BOTH_NORP = re.compile(r"\bboth\s+([A-Z][a-z]+)\b")
 
 
@@ -520,6 +602,7 @@ __all__ = [
     "Verdict",
     "choose",
     "first_date",
+    "in_common",
     "life_dates",
     "nationality",
     "parse_date",

@@ -29,6 +29,11 @@ NOTHING_TO_COMPARE = 0.2
 # "both ..." by coverage: 0.4 at the 0.5 coverage boundary, up to 0.6 far from it
 YES_NO_BASE, YES_NO_GAIN = 0.4, 0.4
 
+# -- what two things have in common (compare.in_common) --------------------------------------
+# both passages' opening sentences call their subjects by the same words ("an American film
+# director"): the words decide it, though a page may name several occupations
+COMMON_WORDS = 0.7
+
 # -- chains (chain.chain) ------------------------------------------------------------------
 # a chain of relations ending on a person named in the last relation's sentence
 CHAIN_PERSON = 0.7
@@ -39,6 +44,7 @@ CHAIN_ATTRIBUTE = 0.75
 __all__ = [
     "CHAIN_ATTRIBUTE",
     "CHAIN_PERSON",
+    "COMMON_WORDS",
     "COMPARE_QUANTITIES",
     "COMPARE_VALUES",
     "COVERAGE_BASE",

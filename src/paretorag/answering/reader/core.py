@@ -35,7 +35,7 @@ from ...providers.extractive import candidates as extractive_candidates
 from ...textutil import reading_sentences
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
 from .chain import chain
-from .compare import Verdict, choose, yes_no
+from .compare import Verdict, choose, in_common, yes_no
 from .neural import configured_span_model, shipped_span_model
 from .question import QuestionInfo, analyze, known_entities
 from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
@@ -88,7 +88,8 @@ class ReaderResult:
 
     ``answer`` is the short answer ("" when not found); ``evidence`` the supporting
     sentences (or, when not found, the closest ones); ``confidence`` in [0, 1];
-    ``kind`` is ``span``, ``chain``, ``choice``, ``yesno`` or ``sentence``.
+    ``kind`` is ``span``, ``chain``, ``choice``, ``yesno``, ``common`` (what two named things
+    share) or ``sentence``.
     """
 
     answer: str
@@ -253,7 +254,7 @@ class Reader:
             found,
             "sentence",
             "phrase",
-            trace={"stage": "compose", "sentences": len(evidence)},
+            trace={"composed": len(evidence)},
         )
 
     def _read(
@@ -298,6 +299,9 @@ class Reader:
                 info.expected,
             )
         n_given = len(reading.passages)
+        common = in_common(info, reading)
+        if common is not None:  # "What profession did A and B both hold?"
+            return self._verdict(common, info, reading, order, n_given, "common")
         followed = chain(info, reading)
         if self.span_mode == "compare":
             if followed is not None:
