@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ...providers.extractive import content_terms
 from . import confidence as C
 from .candidates import COUNTRIES, DEMONYMS, Reading, description, key
-from .question import QuestionInfo
+from .question import EVENTS, QuestionInfo
 from .spans import DATE, YEAR
 
 _MONTHS = {
@@ -279,8 +279,7 @@ def _option_attribute(question: str, option: str, default: str) -> str:
     *The Dandy Warhols* or the birth of *Robert Young*": a band's first date, a person's birth),
     else ``default``."""
     m = re.search(
-        r"\b(forming|formation|founding|birth|death|release|creation|establishment|opening)\s+of\s+(?:the\s+)?"
-        + re.escape(option),
+        rf"\b({EVENTS})\s+of\s+(?:the\s+)?" + re.escape(option),
         question,
         re.IGNORECASE,
     )

@@ -383,11 +383,10 @@ class Reader:
         )
         if best is None:
             return result
+        chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
         if phrase:
-            chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
             trace = {**result.trace, "span": result.answer}
             return replace(result, answer=chosen.sentence, evidence=(chosen,), kind="sentence", trace=trace)
-        chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
         if withheld or yesno:
             similarity = float(np.clip(cands.dense[best], 0.0, 1.0))
             if similarity < SENTENCE_MIN:

@@ -112,9 +112,9 @@ def wh_type(question: str) -> str:
 _BETWEEN = re.compile(
     r"^between\s+(?:the\s+)?(.+?)\s+and\s+(?:the\s+)?(.+?),\s*(?:which|who|what)\b", re.IGNORECASE
 )
-_EVENT_OF = re.compile(
-    r"\b(?:the\s+)?(?:forming|formation|founding|birth|death|release|creation|establishment|opening)\s+of\s+(?:the\s+)?(?=[A-Z0-9])"
-)
+# an option named by its event: "the forming of The Dandy Warhols or the birth of Robert Young"
+EVENTS = r"forming|formation|founding|birth|death|release|creation|establishment|opening"
+_EVENT_OF = re.compile(rf"\b(?:the\s+)?(?:{EVENTS})\s+of\s+(?:the\s+)?(?=[A-Z0-9])")
 
 
 def split_options(question: str) -> tuple[str, ...]:
@@ -278,6 +278,7 @@ def analyze(question: str, entities: tuple[str, ...] = ()) -> QuestionInfo:
 
 
 __all__ = [
+    "EVENTS",
     "TYPES",
     "WH",
     "QuestionInfo",
