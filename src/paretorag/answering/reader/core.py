@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...providers.base import Completion, Embedder, Request
-from ...providers.extractive import ExtractiveLLM, content_terms
+from ...providers.extractive import Candidates, ExtractiveLLM, content_terms
 from ...providers.extractive import candidates as extractive_candidates
 from ...textutil import reading_sentences
 from .candidates import Passage, Reading, admitted, features, gather, key, read_passages
@@ -223,19 +223,14 @@ class Reader:
         passages' order: the reader cannot write, and a span or a single sentence says a
         fraction of what such a request asks for. Withheld, with the closest sentences, when
         the best one's question similarity is under :data:`SENTENCE_MIN`."""
-        cands = extractive_candidates(question, [p.text for p in passages], self.embedder)
-        if not cands.sentences:
-            return None
-        scores = _SENTENCE_SCORER.scores(cands)
+        cands, ranked = _prose_sentences(question, passages, self.embedder)
         chosen: list[int] = []
         seen: set[str] = set()
-        for i in np.argsort(-scores, kind="stable"):
-            text = cands.sentences[int(i)]
-            k = " ".join(text.lower().split())
-            if k in seen or not _prose(text):
-                continue
-            seen.add(k)
-            chosen.append(int(i))
+        for i in ranked:
+            k = " ".join(cands.sentences[i].lower().split())
+            if k not in seen:
+                seen.add(k)
+                chosen.append(i)
             if len(chosen) == COMPOSE_SENTENCES:
                 break
         if not chosen:
@@ -243,10 +238,7 @@ class Reader:
         similarity = float(np.clip(cands.dense[chosen[0]], 0.0, 1.0))
         found = similarity >= SENTENCE_MIN
         in_order = sorted(chosen, key=lambda i: (int(cands.passage[i]), int(cands.position[i])))
-        evidence = tuple(
-            Evidence(cands.sentences[i], passages[int(cands.passage[i]) - 1].n)
-            for i in (in_order if found else chosen)
-        )
+        evidence = tuple(_cited(cands, i, passages) for i in (in_order if found else chosen))
         return ReaderResult(
             " ".join(e.sentence for e in evidence) if found else "",
             evidence,
@@ -367,23 +359,12 @@ class Reader:
             return result
         if not any(len(p.text) > SPAN_CHARS for p in passages):
             return result
-        cands = extractive_candidates(question, [p.text for p in passages], self.embedder)
-        if not cands.sentences:
-            return result
-        scores = _SENTENCE_SCORER.scores(cands)
+        cands, ranked = _prose_sentences(question, passages, self.embedder)
         span = key(result.answer)
-        best = next(
-            (
-                int(i)
-                for i in np.argsort(-scores, kind="stable")
-                if _prose(cands.sentences[int(i)])
-                and (not phrase or f" {span} " in f" {key(cands.sentences[int(i)])} ")
-            ),
-            None,
-        )
+        best = next((i for i in ranked if not phrase or f" {span} " in f" {key(cands.sentences[i])} "), None)
         if best is None:
             return result
-        chosen = Evidence(cands.sentences[best], passages[int(cands.passage[best]) - 1].n)
+        chosen = _cited(cands, best, passages)
         if phrase:
             trace = {**result.trace, "span": result.answer}
             return replace(result, answer=chosen.sentence, evidence=(chosen,), kind="sentence", trace=trace)
@@ -658,6 +639,24 @@ def described(
         return result
     trace = {**result.trace, "span": result.answer}
     return replace(result, answer=first.sentence, evidence=(first,), kind="sentence", trace=trace)
+
+
+def _prose_sentences(
+    question: str, passages: Sequence[Passage], embedder: Embedder | None
+) -> tuple[Candidates, list[int]]:
+    """Every sentence of the passages scored as the ``extractive`` answer scores them (question
+    similarity, IDF-weighted term coverage, passage rank, answer type), and the indices of the
+    prose ones (:func:`_prose`), best first."""
+    cands = extractive_candidates(question, [p.text for p in passages], embedder)
+    if not cands.sentences:
+        return cands, []
+    order = np.argsort(-_SENTENCE_SCORER.scores(cands), kind="stable")
+    return cands, [int(i) for i in order if _prose(cands.sentences[int(i)])]
+
+
+def _cited(cands: Candidates, i: int, passages: Sequence[Passage]) -> Evidence:
+    """Candidate sentence ``i`` as evidence, with the number of its passage."""
+    return Evidence(cands.sentences[i], passages[int(cands.passage[i]) - 1].n)
 
 
 def _prose(sentence: str) -> bool:
