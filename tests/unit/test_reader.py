@@ -414,6 +414,59 @@ def test_a_yes_no_question_over_long_chunks_is_answered_by_its_sentence(minilm) 
     assert short.kind == "yesno"  # short passages keep the yes/no answer
 
 
+def test_a_markdown_heading_like_the_question_never_answers_it(minilm) -> None:
+    filler = " ".join(
+        f"The clinic on floor {i} keeps its records in the blue archive room." for i in range(30)
+    )
+    chunk = (
+        "## The index on disk, and what survives a crash\n\n" + filler + " A killed index run leaves "
+        "the last committed index loadable: every write goes to a new file, renamed over the old one."
+    )
+    result = Reader(minilm).read("Why does the index survive a crash?", [Passage(1, "operations", chunk, 1.0)])
+    assert result.found and not result.answer.lstrip().startswith("#")
+    assert result.answer.startswith("A killed index run leaves")
+
+
+def test_lettered_options_are_read_from_lines_or_inline() -> None:
+    from paretorag.answering.reader.options import lettered_options
+
+    assert lettered_options("Who cooks?\n(A) Leo\n(B) the captain\n(C) Phobos") == (
+        "Who cooks?",
+        ("Leo", "the captain", "Phobos"),
+    )
+    assert lettered_options("Who cooks? (A) Leo (B) the captain") == ("Who cooks?", ("Leo", "the captain"))
+    # no (A), one option, or letters that do not start at A are no options
+    assert lettered_options("Who cooks? (B) Leo (C) Max")[1] == ()
+    assert lettered_options("Who cooks? (A) Leo")[1] == ()
+    assert lettered_options("What does f(A) return?")[1] == ()
+
+
+def test_a_multiple_choice_question_is_answered_with_the_option_the_passages_support(minilm) -> None:
+    story = [
+        Passage(
+            1,
+            "Captain Chaos",
+            "The ship left Mars in the spring. We picked up our new cook on Phobos, a quiet moon "
+            "with one dusty port. The cook was a tall man named Andy Laney who hated canned beans. "
+            "The captain slept through the whole stop.",
+            1.0,
+        ),
+        Passage(2, "Captain Chaos", "Later the crew played cards in the galley until the lights went out.", 0.5),
+    ]
+    reader = Reader(minilm)
+    question = "On which moon did the crew pick up the new cook?\n(A) Deimos\n(B) Titan\n(C) Phobos\n(D) Europa"
+    result = reader.read(question, story)
+    assert (result.kind, result.found, result.answer) == ("option", True, "(C) Phobos")
+    assert "Phobos" in result.evidence[0].sentence and result.evidence[0].n == 1
+    assert result.confidence > 0 and result.trace["options"][2] == max(result.trace["options"])
+    assert result.text.startswith("(C) Phobos [1]")
+    # the same question without its options is read as a free question
+    assert reader.read("On which moon did the crew pick up the new cook?", story).kind != "option"
+    # no option's words are in the passages: chosen by meaning, with no confidence
+    guess = reader.read("What did the cook hate?\n(A) raw fish\n(B) loud music", story)
+    assert guess.kind == "option" and guess.confidence == 0.0 and guess.answer in ("(A) raw fish", "(B) loud music")
+
+
 def test_choice_by_each_options_own_event_and_a_century() -> None:
     passages = [
         Passage(

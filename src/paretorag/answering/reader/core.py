@@ -37,6 +37,7 @@ from .candidates import Passage, Reading, admitted, features, gather, key, read_
 from .chain import chain
 from .compare import Verdict, choose, in_common, yes_no
 from .neural import configured_span_model, shipped_span_model
+from .options import lettered_options, read_options
 from .question import QuestionInfo, analyze, known_entities
 from .ranker import DEFAULT_THRESHOLD, Ranker, load, read_meta
 from .spans import question_entities
@@ -89,7 +90,7 @@ class ReaderResult:
     ``answer`` is the short answer ("" when not found); ``evidence`` the supporting
     sentences (or, when not found, the closest ones); ``confidence`` in [0, 1];
     ``kind`` is ``span``, ``chain``, ``choice``, ``yesno``, ``common`` (what two named things
-    share) or ``sentence``.
+    share), ``option`` (a lettered option of a multiple-choice question) or ``sentence``.
     """
 
     answer: str
@@ -209,6 +210,9 @@ class Reader:
         sentences and spans of its chunks (:func:`~paretorag.answering.reader.stored.stored_spans`),
         so that passages which are whole chunks are not split and parsed again.
         """
+        stem, options = lettered_options(question)
+        if options:
+            return self._option(stem, options, passages)
         if _COMPOSE.match(question) and self.embedder is not None:
             composed = self._composed(question, passages)
             if composed is not None:
@@ -247,6 +251,30 @@ class Reader:
             "sentence",
             "phrase",
             trace={"composed": len(evidence)},
+        )
+
+    def _option(self, stem: str, options: tuple[str, ...], passages: Sequence[Passage]) -> ReaderResult:
+        """A multiple-choice question answered with the lettered option whose words the passages
+        say near the question, cited by the sentence that says most of them
+        (:mod:`~paretorag.answering.reader.options`); its confidence is the option's lead over
+        the runner-up. Withheld, with the sentences nearest the question, when no option leads."""
+        cands = extractive_candidates(stem, [p.text for p in passages], self.embedder)
+        reading = read_options(stem, options, cands, self.embedder)
+        trace = {"options": [round(float(x), 3) for x in reading.scores]}
+        if reading.chosen is None or reading.sentence is None:
+            closeness = cands.dense if np.any(cands.dense) else cands.terms
+            near = np.argsort(-closeness, kind="stable")[: self.evidence_sentences]
+            evidence = tuple(_cited(cands, int(i), passages) for i in near)
+            return ReaderResult("", evidence, 0.0, False, "option", "option", trace=trace)
+        letter = chr(ord("A") + reading.chosen)
+        return ReaderResult(
+            f"({letter}) {options[reading.chosen]}",
+            (_cited(cands, reading.sentence, passages),),
+            float(np.clip(reading.margin, 0.0, 1.0)),
+            True,
+            "option",
+            "option",
+            trace=trace,
         )
 
     def _read(
@@ -661,9 +689,10 @@ def _cited(cands: Candidates, i: int, passages: Sequence[Passage]) -> Evidence:
 
 def _prose(sentence: str) -> bool:
     """A sentence a reader can take as an answer: at most :data:`PROSE_CHARS` characters, at least
-    half of its tokens words (not the run-together cells of a table extracted from a PDF), and not
-    a question (a guide's heading "What causes a glioma?" is like the question and answers nothing)."""
-    if sentence.rstrip().endswith("?"):
+    half of its tokens words (not the run-together cells of a table extracted from a PDF), not a
+    question (a guide's heading "What causes a glioma?" is like the question and answers nothing),
+    nor a Markdown heading or table row ("## What survives a crash", "| `src/` | ... |")."""
+    if sentence.rstrip().endswith("?") or sentence.lstrip().startswith(("#", "|")):
         return False
     tokens = sentence.split()
     words = sum(t.strip(".,;:()\"'").isalpha() for t in tokens)
