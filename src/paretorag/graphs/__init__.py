@@ -23,6 +23,7 @@ _MODULES = (
     "paretorag.graphs.fact_graph",
     "paretorag.graphs.linear",
     "paretorag.graphs.reader_spans",
+    "paretorag.graphs.chunk_windows",
 )
 
 

@@ -80,10 +80,14 @@ READER_STRUCTURE = "reader_spans"
 
 def planned_structures(config: IndexConfig) -> list[str]:
     """What a commit builds: the methods' structures, plus the offline reader's sentence
-    spans where the reader answers (an index whose LLM generates answers does not need them)."""
+    spans where the reader answers (an index whose LLM generates answers does not need them),
+    plus the structures a method reads where they exist (``optional_structures``: an index
+    built before them still answers, and gets them at its next commit)."""
     names = required_structures(config.methods)
     if config.llm in OFFLINE_ANSWERERS and READER_STRUCTURE not in names:
         names.append(READER_STRUCTURE)
+    for m in config.methods:  # read where present (fusion's window vectors), never required
+        names.extend(s for s in get_method(m).optional_structures if s not in names)
     return names
 
 

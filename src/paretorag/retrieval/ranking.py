@@ -76,7 +76,8 @@ SECOND_HOP = (
 
 
 # the long-document ranker (one stage): the first-hop features and where the chunk sits in its
-# document, its heading, its neighbours, its section and its document (operators.fusion.long_features)
+# document, its heading, its neighbours, its section and its document, and its best window
+# against the question (MaxP; operators.fusion_long.long_features)
 LONG_ONLY = (
     "doc_position",
     "doc_first_chunk",
@@ -91,6 +92,8 @@ LONG_ONLY = (
     "doc_bm25_max",
     "section_dense_max",
     "section_bm25_max",
+    "window_dense_max",
+    "window_dense_rank",
 )
 LONG_FEATURES = (*FIRST_HOP, *LONG_ONLY)
 LONG_FILE = "long.txt"

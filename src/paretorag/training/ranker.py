@@ -340,16 +340,64 @@ def collect_long(
     return data
 
 
+# the long-document features by what they describe (docs/long-documents.md: what each adds)
+LONG_GROUPS: dict[str, tuple[str, ...]] = {
+    "position in the document": ("doc_position", "doc_first_chunk", "doc_chunks_log"),
+    "heading": ("heading_overlap", "heading_depth"),
+    "neighbours, section and document": (
+        "neighbour_dense_max",
+        "neighbour_bm25_max",
+        "doc_dense_max",
+        "doc_dense_rank",
+        "dense_rank_in_doc",
+        "doc_bm25_max",
+        "section_dense_max",
+        "section_bm25_max",
+    ),
+    "best window (MaxP)": ("window_dense_max", "window_dense_rank"),
+}
+
+
+def _oof_hit_at_1(features: list[np.ndarray], data: LongData, rounds: int) -> float:
+    """Share of the questions whose out-of-fold first chunk is relevant (label > 0)."""
+    folds = np.array([_fold(q) for q in data.qid])
+    oof: list[np.ndarray] = [np.zeros(0)] * len(features)
+    for f in range(FOLDS):
+        train_i = np.flatnonzero(folds != f)
+        m = _fit([features[i] for i in train_i], [data.labels[i] for i in train_i], rounds)
+        for i in np.flatnonzero(folds == f):
+            oof[i] = np.asarray(m.predict(features[i], num_threads=1), dtype=np.float64)
+    hits = [(y > 0).astype(np.float64) for y in data.labels]  # any relevant chunk counts
+    return round(recall_at(oof, hits, [1] * len(hits), 1), 2)
+
+
+def long_ablation(
+    data: LongData, *, groups: dict[str, tuple[str, ...]] | None = None, rounds: int = LONG_ROUNDS
+) -> dict[str, float]:
+    """Out-of-fold hit@1 of the long-document ranker with all its features, without each group
+    of :data:`LONG_GROUPS` (its columns held constant, so no tree splits on them) and with the
+    first-hop features alone; ``dense`` is the dense order's."""
+    groups = LONG_GROUPS if groups is None else groups
+    out = {"all features": _oof_hit_at_1(data.features, data, rounds)}
+    for name, cols in {
+        **groups,
+        "every long-document feature": tuple(n for n in LONG_FEATURES if n not in FIRST_HOP),
+    }.items():
+        idx = [LONG_FEATURES.index(c) for c in cols]
+        held = [x.copy() for x in data.features]
+        for x in held:
+            x[:, idx] = 0.0
+        out[f"without {name}"] = _oof_hit_at_1(held, data, rounds)
+    dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
+    hits = [(y > 0).astype(np.float64) for y in data.labels]
+    out["dense"] = round(recall_at(dense_first, hits, [1] * len(hits), 1), 2)
+    return out
+
+
 def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) -> dict[str, Any]:
     """Fit the long-document ranker; write ``long.txt`` and ``ranker.json`` to ``out``."""
     model = _fit(data.features, data.labels, rounds)
-    folds = np.array([_fold(q) for q in data.qid])
-    oof: list[np.ndarray] = [np.zeros(0)] * len(data.features)
-    for f in range(FOLDS):
-        train_i = np.flatnonzero(folds != f)
-        m = _fit([data.features[i] for i in train_i], [data.labels[i] for i in train_i], rounds)
-        for i in np.flatnonzero(folds == f):
-            oof[i] = np.asarray(m.predict(data.features[i], num_threads=1), dtype=np.float64)
+    oof_hit = _oof_hit_at_1(data.features, data, rounds)
     dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
     hits = [(y > 0).astype(np.float64) for y in data.labels]  # any relevant chunk counts
     ones = [1] * len(hits)
@@ -368,7 +416,7 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
         "rounds": rounds,
         "folds": FOLDS,
         # a relevant chunk (label > 0) first: out-of-fold model order against the dense order
-        "oof_hit_at_1": round(recall_at(oof, hits, ones, 1), 2),
+        "oof_hit_at_1": oof_hit,
         "dense_hit_at_1": round(recall_at(dense_first, hits, ones, 1), 2),
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
@@ -377,6 +425,7 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
 
 __all__ = [
     "FOLDS",
+    "LONG_GROUPS",
     "LONG_TRAIN_SETS",
     "PARAMS",
     "ROUNDS",
@@ -384,6 +433,7 @@ __all__ = [
     "RankingData",
     "collect",
     "collect_long",
+    "long_ablation",
     "long_labels",
     "recall_at",
     "squad_articles",

@@ -37,6 +37,8 @@ class Method(Params):
     name: str = ""
     paper: ClassVar[str] = ""
     structures: ClassVar[tuple[str, ...]] = ()
+    # structures read where present (built at the next commit), never required
+    optional_structures: ClassVar[tuple[str, ...]] = ()
     query_llm: ClassVar[bool] = False
     generation: ClassVar[str] = "direct"  # or "map-reduce" (§6.3)
     recommended: ClassVar[bool] = False  # exactly one method: the default of query, serve and the web page

@@ -48,6 +48,8 @@ class Fusion(Pipeline):
     paper = "LambdaMART (Burges 2010) over dense, BM25 and entity-walk (EA-GraphRAG §3.4.2) candidates"
     mode = "graph"
     recommended = True
+    # the window vectors of long chunks, for the long-document ranker (graphs/chunk_windows.py)
+    optional_structures = ("chunk_windows",)
 
     def default_steps(self) -> Steps:
         return [

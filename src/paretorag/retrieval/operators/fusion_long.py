@@ -6,7 +6,10 @@ with one LightGBM lambdarank model on :data:`~paretorag.retrieval.ranking.LONG_F
 the first-hop features, and where each chunk sits in its document: its position, its
 heading path against the question, how its neighbours (the chunks before and after), its
 section (same heading path) and its whole document score for the question, dense and
-BM25 (docs/long-documents.md). The model is trained by ``paretorag train-ranker --long``
+BM25, and how its best window scores (MaxP, Dai and Callan 2019 §3: the cosine of the
+question with the best of the chunk's stored window vectors, :mod:`paretorag.graphs.chunk_windows`,
+and its rank among the candidates; the chunk vector's cosine where the index has no window
+vectors yet) (docs/long-documents.md). The model is trained by ``paretorag train-ranker --long``
 (:mod:`paretorag.training.ranker`).
 """
 
@@ -18,6 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ...errors import MissingStructureError
+from ...graphs.chunk_windows import STRUCTURE as WINDOWS
 from ...textutil import FUSION_STOPWORDS
 from ..ranking import FIRST_HOP, LONG_FEATURES
 from .fusion import Candidates, normalize
@@ -78,6 +83,45 @@ class LongDocs:
         return long_docs
 
 
+@dataclass
+class WindowVectors:
+    """The stored window vectors of the index's long chunks (:mod:`paretorag.graphs.chunk_windows`)."""
+
+    indptr: npt.NDArray[np.int64]
+    vectors: npt.NDArray[np.float32]
+
+    @classmethod
+    def of(cls, index: IndexView) -> WindowVectors | None:
+        """The index's window vectors, loaded once; None where the index has none yet (built
+        before them: they come with its next commit) or they are of another chunk set."""
+
+        def build() -> WindowVectors | None:
+            try:
+                data = index.structure(WINDOWS)
+            except MissingStructureError:
+                return None
+            if int(data.meta.get("n_chunks", -1)) != len(index.chunks):
+                return None
+            return cls(data.arrays["indptr"], data.arrays["vectors"])
+
+        found: WindowVectors | None = index.cached("fusion:chunk_windows", build)
+        return found
+
+    def best(
+        self,
+        rows: npt.NDArray[np.int64],
+        query_vector: npt.NDArray[np.float32],
+        whole: npt.NDArray[np.float32],
+    ) -> npt.NDArray[np.float32]:
+        """Each row's best window cosine (MaxP); ``whole`` (its chunk vector's) where it has no windows."""
+        out = whole.astype(np.float32, copy=True)
+        for j, r in enumerate(map(int, rows)):
+            a, b = int(self.indptr[r]), int(self.indptr[r + 1])
+            if b > a:
+                out[j] = float((self.vectors[a:b] @ query_vector).max())
+        return out
+
+
 def long_features(
     index: IndexView, c: Candidates, question: str, query_vector: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]:
@@ -97,6 +141,12 @@ def long_features(
     q_words = frozenset(normalize(question).split()) - FUSION_STOPWORDS
     out = np.zeros((n, len(LONG_FEATURES)), dtype=np.float32)
     out[:, : len(FIRST_HOP)] = c.first
+    q = np.asarray(query_vector, dtype=np.float32)
+    whole = dense[rows]
+    windows = WindowVectors.of(index)
+    best = windows.best(rows, q, whole) if windows is not None else whole
+    out[:, LONG["window_dense_max"]] = best
+    out[:, LONG["window_dense_rank"]] = np.argsort(np.argsort(-best, kind="stable"), kind="stable")
     for j, r in enumerate(map(int, rows)):
         d = int(docs.doc[r])
         mine = docs.doc_rows[d]
@@ -121,4 +171,4 @@ def long_features(
     return out
 
 
-__all__ = ["LongDocs", "long_features"]
+__all__ = ["LongDocs", "WindowVectors", "long_features"]
