@@ -381,7 +381,9 @@ def test_long_ablation_holds_each_group_out() -> None:
         data.features.append(x)
         data.labels.append(y)
         data.qid.append(f"a:{i}")
-    found = long_ablation(data, groups={"best window (MaxP)": ("window_dense_max", "window_dense_rank")}, rounds=20)
+    found = long_ablation(
+        data, groups={"best window (MaxP)": ("window_dense_max", "window_dense_rank")}, rounds=20
+    )
     assert found["all features"] > 60 and found["without best window (MaxP)"] < 35
     assert found["without every long-document feature"] < 35 and 0 <= found["dense"] <= 100
     assert data.features[0][:, key].any()  # the caller's features are left as they were

@@ -103,3 +103,8 @@ def test_long_texts_are_batched_and_counted_by_window(tmp_path, minilm):
     assert total == sum(per_text) + 1 and sum(steps) == total
     assert "13 texts" in label and f"{total} windows" in label
     assert len(steps) >= sum(per_text) // 64  # the bar moves per batch of about 64 windows, not per 64 texts
+    # the windows were embedded through the cache: asking for them again embeds nothing
+    again = CachedEmbedder(minilm, Store(tmp_path))
+    windows = minilm.windows(long[3])
+    np.testing.assert_allclose(again.embed(windows), minilm.embed(windows), atol=1e-5)
+    assert again.computed == 0

@@ -43,9 +43,9 @@ class ChunkWindows(Builder):
         chunks = ctx.chunks
         t0 = time.perf_counter()
         # the model's own windows: the cache (and its progress label) wrap the model as ``inner``
-        model = ctx.embedder
+        model: object = ctx.embedder
         while getattr(model, "inner", None) is not None:
-            model = model.inner
+            model = model.inner  # type: ignore[attr-defined]
         split = getattr(model, "windows", None)
         long_corpus = chunks.whole_document_share() < MIN_PASSAGE_SHARE
         counts = np.zeros(len(chunks), dtype=np.int64)
@@ -61,7 +61,7 @@ class ChunkWindows(Builder):
             if texts
             else np.zeros((0, ctx.embedder.dim), dtype=np.float32)
         )
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "indptr": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
             "vectors": vectors,
         }

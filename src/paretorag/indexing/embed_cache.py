@@ -35,6 +35,12 @@ def span_key(text: str, span: tuple[int, int]) -> str:
     return text_hash(f"{span[0]}:{span[1]}\0{text}")
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    """``v`` L2-normalized (as the windowed embedders pool their windows), in float32."""
+    n = float(np.linalg.norm(v))
+    return (v / n if n > 0 else v).astype(np.float32)
+
+
 def window_batches(items: Sequence[_T], windows: Sequence[int], size: int = EMBED_BATCH) -> list[list[_T]]:
     """``items`` in order, in batches of at most ``size`` windows (``windows[i]``: those of
     item ``i``; an item of more windows is a batch of its own), so that a batch of long
@@ -101,27 +107,56 @@ class CachedEmbedder:
                 todo.setdefault(h, t)
         record("embed_cached", len(set(hashes)) - len(todo))
         if todo:
-            items = list(todo.items())
+            # a text longer than the model reads is embedded window by window through this cache
+            # and pooled as the model pools its windows (their sum, normalized), so the window
+            # vectors that `fusion` keeps for long chunks (graphs/chunk_windows.py) need no second pass
+            parts = {h: self._split(t) for h, t in todo.items()}
+            long = {h: p for h, p in parts.items() if len(p) > 1}
+            pieces = {text_hash(w): w for p in long.values() for w in p}
+            found.update(self._store.get_vectors(self.name, sorted(set(pieces) - set(found))))
+            wanted = {h: t for h, t in todo.items() if h not in long}
+            wanted.update((h, w) for h, w in pieces.items() if h not in found and h not in wanted)
+            items = list(wanted.items())
             counts = {h: self.windows(t) for h, t in items}
             batches = window_batches(items, [counts[h] for h, _ in items])
             with self._progress.task(
-                self._label(description, items, counts), total=sum(counts.values())
+                self._label(description, list(todo), {h: len(p) for h, p in parts.items()}),
+                total=sum(counts.values()),
             ) as task:
                 for b, vecs in self._vectors(batches):
                     check(self._cancel)
                     batch = batches[b]
-                    self.computed += len(batch)
-                    record("embed_texts", len(batch))
+                    whole = sum(1 for h, _ in batch if h in todo and h not in long)
+                    self.computed += whole
+                    record("embed_texts", whole)
+                    if len(batch) > whole:
+                        record("embed_windows", len(batch) - whole)
                     record("embed_batches")
                     pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
                     task.advance(sum(counts[h] for h, _ in batch))
                     pause_point("mid-embedding")
+            if long:
+                pooled = [
+                    (h, _unit(np.sum([found[text_hash(w)] for w in p], axis=0))) for h, p in long.items()
+                ]
+                self._store.put_vectors(self.name, pooled)
+                found.update(pooled)
+                self.computed += len(pooled)
+                record("embed_texts", len(pooled))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = found[h]
         return out
+
+    def _split(self, text: str) -> list[str]:
+        """The windows the model reads ``text`` in (``[text]`` when it fits or the model has none)."""
+        limit = getattr(self.inner, "max_tokens", None)
+        split = getattr(self.inner, "windows", None)
+        if limit is None or split is None or len(text) <= limit:
+            return [text]
+        return list(split(text)) or [text]
 
     def windows(self, text: str) -> int:
         """The model's passes over ``text``: its windows when it is longer than the model
