@@ -387,6 +387,8 @@ def test_long_ablation_holds_each_group_out() -> None:
     assert found["all features"] > 60 and found["without best window (MaxP)"] < 35
     assert found["without every long-document feature"] < 35 and 0 <= found["dense"] <= 100
     assert data.features[0][:, key].any()  # the caller's features are left as they were
+    r = CliRunner().invoke(app, ["train-ranker", "--ablate", "--data", ".", "--out", "unused"])
+    assert r.exit_code == 2 and "--ablate needs --long" in r.output
 
 
 def test_train_long_writes_a_loadable_model(tmp_path: Path) -> None:

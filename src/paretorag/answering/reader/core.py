@@ -257,7 +257,9 @@ class Reader:
         """A multiple-choice question answered with the lettered option whose words the passages
         say near the question, cited by the sentence that says most of them
         (:mod:`~paretorag.answering.reader.options`); its confidence is the option's lead over
-        the runner-up. Withheld, with the sentences nearest the question, when no option leads."""
+        the runner-up (0 where options that tie were told apart by meaning). Withheld, with the
+        sentences nearest the question, when the passages have no sentence, or options tie and
+        the reader has no embedder."""
         cands = extractive_candidates(stem, [p.text for p in passages], self.embedder)
         reading = read_options(stem, options, cands, self.embedder)
         trace = {"options": [round(float(x), 3) for x in reading.scores]}

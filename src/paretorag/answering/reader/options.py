@@ -13,9 +13,9 @@ the passages say near the question:
    :func:`~paretorag.providers.extractive.term_overlap` weighs the question's terms);
 3. the option's score is the weighted share of its words found in those sentences; the best
    option answers, cited by the near sentence holding most of it. Options that score alike
-   are told apart by meaning: the stem followed by each option, against the near sentences
-   (cosine, the closest one); the answer's confidence is then 0. When none of any option's
-   words is there, the answer is withheld.
+   (none of whose words are there, too) are told apart by meaning: the stem followed by each
+   option, against the near sentences (cosine, the closest one); the answer's confidence is
+   then 0. Without an embedder they are not told apart, and the answer is withheld.
 
 Chosen on QuALITY's train part (``quality@train``, 137 questions; docs/reader.md): the share
 of words over every sentence of the passages reads 25% (chance), over the 10 nearest 35%,
