@@ -21,7 +21,9 @@ path against the question, its neighbours', its section's and its document's sco
 :func:`paretorag.retrieval.operators.fusion.long_features`), fused with dense retrieval's
 order by reciprocal rank; ``fusion-long-model`` uses the model's order alone.
 
-Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call.
+Index cost: the chunk vectors, BM25 and one spaCy pass (``entity_graph``); no LLM call. On a
+corpus of long documents the long chunks' window vectors are kept too (``chunk_windows``,
+pooled into the chunk vectors from the same pass).
 Query cost: one query embedding, one dense search, one BM25 scoring, one PPR walk and two
 LightGBM predictions over about 70 rows.
 """
