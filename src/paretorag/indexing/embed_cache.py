@@ -116,12 +116,11 @@ class CachedEmbedder:
             found.update(self._store.get_vectors(self.name, sorted(set(pieces) - set(found))))
             wanted = {h: t for h, t in todo.items() if h not in long}
             wanted.update((h, w) for h, w in pieces.items() if h not in found and h not in wanted)
-            items = list(wanted.items())
-            counts = {h: self.windows(t) for h, t in items}
-            batches = window_batches(items, [counts[h] for h, _ in items])
+            items = list(wanted.items())  # each one window: a short text, or a long text's window
+            batches = window_batches(items, [1] * len(items))
             with self._progress.task(
                 self._label(description, list(todo), {h: len(p) for h, p in parts.items()}),
-                total=sum(counts.values()),
+                total=len(items),
             ) as task:
                 for b, vecs in self._vectors(batches):
                     check(self._cancel)
@@ -135,7 +134,7 @@ class CachedEmbedder:
                     pairs = [(h, vecs[j]) for j, (h, _) in enumerate(batch)]
                     self._store.put_vectors(self.name, pairs)
                     found.update(pairs)
-                    task.advance(sum(counts[h] for h, _ in batch))
+                    task.advance(len(batch))
                     pause_point("mid-embedding")
             if long:
                 pooled = [
@@ -161,11 +160,7 @@ class CachedEmbedder:
     def windows(self, text: str) -> int:
         """The model's passes over ``text``: its windows when it is longer than the model
         reads (:meth:`~paretorag.providers.embedders.WindowedEmbedder.windows`), else 1."""
-        limit = getattr(self.inner, "max_tokens", None)
-        split = getattr(self.inner, "windows", None)
-        if limit is None or split is None or len(text) <= limit:
-            return 1
-        return max(1, len(split(text)))
+        return len(self._split(text))
 
     @staticmethod
     def _label(description: str, items: Sequence[object], counts: dict[str, int]) -> str:

@@ -78,23 +78,22 @@ SECOND_HOP = (
 # the long-document ranker (one stage): the first-hop features and where the chunk sits in its
 # document, its heading, its neighbours, its section and its document, and its best window
 # against the question (MaxP; operators.fusion_long.long_features)
-LONG_ONLY = (
-    "doc_position",
-    "doc_first_chunk",
-    "doc_chunks_log",
-    "heading_overlap",
-    "heading_depth",
-    "neighbour_dense_max",
-    "neighbour_bm25_max",
-    "doc_dense_max",
-    "doc_dense_rank",
-    "dense_rank_in_doc",
-    "doc_bm25_max",
-    "section_dense_max",
-    "section_bm25_max",
-    "window_dense_max",
-    "window_dense_rank",
-)
+LONG_GROUPS: dict[str, tuple[str, ...]] = {  # by what they describe (train-ranker --long --ablate)
+    "position in the document": ("doc_position", "doc_first_chunk", "doc_chunks_log"),
+    "heading": ("heading_overlap", "heading_depth"),
+    "neighbours, section and document": (
+        "neighbour_dense_max",
+        "neighbour_bm25_max",
+        "doc_dense_max",
+        "doc_dense_rank",
+        "dense_rank_in_doc",
+        "doc_bm25_max",
+        "section_dense_max",
+        "section_bm25_max",
+    ),
+    "best window (MaxP)": ("window_dense_max", "window_dense_rank"),
+}
+LONG_ONLY = tuple(name for group in LONG_GROUPS.values() for name in group)
 LONG_FEATURES = (*FIRST_HOP, *LONG_ONLY)
 LONG_FILE = "long.txt"
 LONG_DIR = "ranker_long"

@@ -66,7 +66,15 @@ from ..retrieval.operators.fusion import (
 )
 from ..retrieval.operators.fusion_long import long_features
 from ..retrieval.query import IndexView, State
-from ..retrieval.ranking import FIRST_FILE, LONG_FEATURES, LONG_FILE, META_FILE, SECOND_FILE
+from ..retrieval.ranking import (
+    FIRST_FILE,
+    LONG_FEATURES,
+    LONG_FILE,
+    LONG_GROUPS,
+    LONG_ONLY,
+    META_FILE,
+    SECOND_FILE,
+)
 from .reader import TRAIN_SETS
 
 PARAMS: dict[str, Any] = {
@@ -340,26 +348,19 @@ def collect_long(
     return data
 
 
-# the long-document features by what they describe (docs/long-documents.md: what each adds)
-LONG_GROUPS: dict[str, tuple[str, ...]] = {
-    "position in the document": ("doc_position", "doc_first_chunk", "doc_chunks_log"),
-    "heading": ("heading_overlap", "heading_depth"),
-    "neighbours, section and document": (
-        "neighbour_dense_max",
-        "neighbour_bm25_max",
-        "doc_dense_max",
-        "doc_dense_rank",
-        "dense_rank_in_doc",
-        "doc_bm25_max",
-        "section_dense_max",
-        "section_bm25_max",
-    ),
-    "best window (MaxP)": ("window_dense_max", "window_dense_rank"),
-}
+def _hit_at_1(scores: list[np.ndarray], data: LongData) -> float:
+    """Share of the questions whose best-scored chunk is relevant (label > 0: any relevant chunk counts)."""
+    hits = [(y > 0).astype(np.float64) for y in data.labels]
+    return round(recall_at(scores, hits, [1] * len(hits), 1), 2)
+
+
+def _dense_hit_at_1(data: LongData) -> float:
+    """:func:`_hit_at_1` of the dense order."""
+    return _hit_at_1([-x[:, FIRST_HOP.index("dense_rank")] for x in data.features], data)
 
 
 def _oof_hit_at_1(features: list[np.ndarray], data: LongData, rounds: int) -> float:
-    """Share of the questions whose out-of-fold first chunk is relevant (label > 0)."""
+    """:func:`_hit_at_1` of the model's out-of-fold scores."""
     folds = np.array([_fold(q) for q in data.qid])
     oof: list[np.ndarray] = [np.zeros(0)] * len(features)
     for f in range(FOLDS):
@@ -367,8 +368,7 @@ def _oof_hit_at_1(features: list[np.ndarray], data: LongData, rounds: int) -> fl
         m = _fit([features[i] for i in train_i], [data.labels[i] for i in train_i], rounds)
         for i in np.flatnonzero(folds == f):
             oof[i] = np.asarray(m.predict(features[i], num_threads=1), dtype=np.float64)
-    hits = [(y > 0).astype(np.float64) for y in data.labels]  # any relevant chunk counts
-    return round(recall_at(oof, hits, [1] * len(hits), 1), 2)
+    return _hit_at_1(oof, data)
 
 
 def long_ablation(
@@ -379,18 +379,13 @@ def long_ablation(
     first-hop features alone; ``dense`` is the dense order's."""
     groups = LONG_GROUPS if groups is None else groups
     out = {"all features": _oof_hit_at_1(data.features, data, rounds)}
-    for name, cols in {
-        **groups,
-        "every long-document feature": tuple(n for n in LONG_FEATURES if n not in FIRST_HOP),
-    }.items():
+    for name, cols in {**groups, "every long-document feature": LONG_ONLY}.items():
         idx = [LONG_FEATURES.index(c) for c in cols]
         held = [x.copy() for x in data.features]
         for x in held:
             x[:, idx] = 0.0
         out[f"without {name}"] = _oof_hit_at_1(held, data, rounds)
-    dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
-    hits = [(y > 0).astype(np.float64) for y in data.labels]
-    out["dense"] = round(recall_at(dense_first, hits, [1] * len(hits), 1), 2)
+    out["dense"] = _dense_hit_at_1(data)
     return out
 
 
@@ -398,9 +393,6 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
     """Fit the long-document ranker; write ``long.txt`` and ``ranker.json`` to ``out``."""
     model = _fit(data.features, data.labels, rounds)
     oof_hit = _oof_hit_at_1(data.features, data, rounds)
-    dense_first = [-x[:, FIRST_HOP.index("dense_rank")] for x in data.features]
-    hits = [(y > 0).astype(np.float64) for y in data.labels]  # any relevant chunk counts
-    ones = [1] * len(hits)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     text = model.model_to_string()
@@ -417,7 +409,7 @@ def train_long(data: LongData, out: Path | str, *, rounds: int = LONG_ROUNDS) ->
         "folds": FOLDS,
         # a relevant chunk (label > 0) first: out-of-fold model order against the dense order
         "oof_hit_at_1": oof_hit,
-        "dense_hit_at_1": round(recall_at(dense_first, hits, ones, 1), 2),
+        "dense_hit_at_1": _dense_hit_at_1(data),
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return meta

@@ -264,9 +264,7 @@ class Reader:
         reading = read_options(stem, options, cands, self.embedder)
         trace = {"options": [round(float(x), 3) for x in reading.scores]}
         if reading.chosen is None or reading.sentence is None:
-            closeness = cands.dense if np.any(cands.dense) else cands.terms
-            near = np.argsort(-closeness, kind="stable")[: self.evidence_sentences]
-            evidence = tuple(_cited(cands, int(i), passages) for i in near)
+            evidence = tuple(_cited(cands, i, passages) for i in reading.near[: self.evidence_sentences])
             return ReaderResult("", evidence, 0.0, False, "option", "option", trace=trace)
         letter = chr(ord("A") + reading.chosen)
         return ReaderResult(

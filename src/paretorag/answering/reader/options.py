@@ -72,6 +72,7 @@ class OptionReading:
     chosen: int | None
     sentence: int | None  # index into the candidates' sentences
     margin: float  # the chosen option's score minus the runner-up's
+    near: tuple[int, ...] = ()  # the sentences nearest the stem, nearest first
 
 
 def read_options(
@@ -102,13 +103,13 @@ def read_options(
     if margin <= 0:
         tied = [j for j in range(len(options)) if scores[j] == scores[best]]
         if embedder is None:
-            return OptionReading(scores, None, None, margin)
+            return OptionReading(scores, None, None, margin, tuple(near))
         sents = np.asarray(embedder.embed([cands.sentences[i] for i in near]), dtype=np.float64)
         asked_as = np.asarray(embedder.embed([f"{stem} {options[j]}" for j in tied]), dtype=np.float64)
         best = tied[int(np.argmax((asked_as @ sents.T).max(axis=1)))]
     mine = words[best]
     support = max(near, key=lambda i: (sum(idf[t] for t in mine & terms[i]), closeness[i]))
-    return OptionReading(scores, best, support, margin)
+    return OptionReading(scores, best, support, margin, tuple(near))
 
 
 __all__ = ["NEAR_SENTENCES", "OptionReading", "lettered_options", "read_options"]
